@@ -1,0 +1,20 @@
+package io.os2g;
+
+/** The POSIX error numbers os2g returns to applications (Linux values). */
+public final class Errno {
+    public static final int ENOENT = 2;
+    public static final int EIO = 5;
+    public static final int EBADF = 9;
+    public static final int EAGAIN = 11;
+    public static final int EACCES = 13;
+    public static final int ENOTDIR = 20;
+    public static final int EISDIR = 21;
+    public static final int EINVAL = 22;
+    public static final int EROFS = 30;
+    public static final int ENAMETOOLONG = 36;
+    public static final int ENODATA = 61;
+    public static final int ETIMEDOUT = 110;
+
+    private Errno() {
+    }
+}

@@ -1,0 +1,106 @@
+package io.os2g.agent;
+
+import io.os2g.Errno;
+import io.os2g.namespace.Node;
+import io.os2g.staging.ChunkLayout;
+import io.os2g.staging.ExtentIndex;
+import io.os2g.store.ObjectStore;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Serves the shim's requests: open a file version, stage a byte range (and what the handle's
+ * readahead window says comes next), release.
+ */
+public final class Agent implements AutoCloseable {
+
+    private final AgentConfig config;
+    private final ChunkLayout layout;
+    private final ChunkFetcher fetcher;
+    private final ConcurrentHashMap<Long, OpenFile> handles = new ConcurrentHashMap<>();
+    private final AtomicLong nextHandle = new AtomicLong(1);
+
+    private record OpenFile(Node.File file, ReadaheadWindow window) {
+    }
+
+    public Agent(ObjectStore store, ExtentIndex index, AgentConfig config) {
+        this.config = config;
+        this.layout = new ChunkLayout(config.chunkSize());
+        this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight());
+    }
+
+    public ChunkLayout layout() {
+        return layout;
+    }
+
+    /** Opens {@code file} at the version (ETag) the namespace saw; returns the handle. */
+    public long open(Node.File file) {
+        long handle = nextHandle.getAndIncrement();
+        handles.put(handle, new OpenFile(file,
+                new ReadaheadWindow(config.initialReadahead(), config.maxReadahead(), config.chunkSize())));
+        return handle;
+    }
+
+    /**
+     * Stages the chunks of {@code [offset, offset + length)} and, without waiting for them, those of
+     * the handle's readahead window. The future completes when the requested range is staged.
+     */
+    public CompletableFuture<Void> read(long handle, long offset, long length) {
+        OpenFile open = handles.get(handle);
+        if (open == null) {
+            return CompletableFuture.failedFuture(new AgentException(Errno.EBADF, "unknown handle " + handle, null));
+        }
+        Node.File file = open.file();
+        long end = Math.min(file.size(), offset + length);
+        if (offset >= end) {
+            return CompletableFuture.completedFuture(null);
+        }
+        long aheadEnd;
+        synchronized (open) {
+            aheadEnd = Math.min(file.size(), open.window().onRead(offset, end - offset));
+        }
+        long first = layout.index(offset);
+        long last = layout.index(end - 1);
+        CompletableFuture<Void> requested;
+        if (first == last) {
+            requested = fetcher.stage(file, first);
+        } else {
+            CompletableFuture<?>[] parts = new CompletableFuture<?>[(int) (last - first + 1)];
+            for (long c = first; c <= last; c++) {
+                parts[(int) (c - first)] = fetcher.stage(file, c);
+            }
+            requested = CompletableFuture.allOf(parts);
+        }
+        for (long c = last + 1; c <= layout.index(aheadEnd - 1); c++) {
+            fetcher.stage(file, c);
+        }
+        return requested;
+    }
+
+    public void release(long handle) {
+        handles.remove(handle);
+    }
+
+    public int openHandles() {
+        return handles.size();
+    }
+
+    public long fetchedChunks() {
+        return fetcher.fetchedChunks();
+    }
+
+    public long fetchedBytes() {
+        return fetcher.fetchedBytes();
+    }
+
+    public long failedFetches() {
+        return fetcher.failedFetches();
+    }
+
+    @Override
+    public void close() {
+        fetcher.close();
+        handles.clear();
+    }
+}

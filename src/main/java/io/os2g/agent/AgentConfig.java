@@ -1,0 +1,33 @@
+package io.os2g.agent;
+
+/**
+ * @param chunkSize unit of fetching and staging (default 8 MiB: large enough that one GET amortises
+ *     the request latency of an object store, small enough that a random 4 KiB read of a large
+ *     file does not drag in much more)
+ * @param initialReadahead first readahead window of a handle: 1 MiB, as mountpoint-s3 starts, so a
+ *     reader that turns out random wastes little
+ * @param maxReadahead cap on one handle's window (default 64 MiB: eight chunks in flight keep a
+ *     sequential reader ahead of a 10 ms object store at GB/s)
+ * @param maxInFlight chunk fetches running at once over all handles
+ */
+public record AgentConfig(long chunkSize, long initialReadahead, long maxReadahead, int maxInFlight) {
+
+    public static final long DEFAULT_CHUNK_SIZE = 8L << 20;
+    public static final long DEFAULT_INITIAL_READAHEAD = 1L << 20;
+    public static final long DEFAULT_MAX_READAHEAD = 64L << 20;
+    public static final int DEFAULT_MAX_IN_FLIGHT = 32;
+
+    public AgentConfig {
+        if (initialReadahead <= 0 || maxReadahead < initialReadahead) {
+            throw new IllegalArgumentException("readahead must satisfy 0 < initial <= max: initial="
+                    + initialReadahead + ", max=" + maxReadahead);
+        }
+        if (maxInFlight < 1) {
+            throw new IllegalArgumentException("maxInFlight must be >= 1: maxInFlight=" + maxInFlight);
+        }
+    }
+
+    public static AgentConfig defaults() {
+        return new AgentConfig(DEFAULT_CHUNK_SIZE, DEFAULT_INITIAL_READAHEAD, DEFAULT_MAX_READAHEAD, DEFAULT_MAX_IN_FLIGHT);
+    }
+}

@@ -1,0 +1,119 @@
+package io.os2g.agent;
+
+import io.os2g.namespace.Node;
+import io.os2g.staging.ChunkKey;
+import io.os2g.staging.ChunkLayout;
+import io.os2g.staging.ExtentIndex;
+import io.os2g.staging.Reservation;
+import io.os2g.store.ObjectStore;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Stages chunks: one ranged GET per chunk, with If-Match, into reserved pages; one GET per chunk
+ * however many readers ask for it at once.
+ */
+final class ChunkFetcher implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ChunkFetcher.class);
+
+    private final ObjectStore store;
+    private final ExtentIndex index;
+    private final ChunkLayout layout;
+    private final Semaphore slots;
+    private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
+    private final ConcurrentHashMap<ChunkKey, CompletableFuture<Void>> inFlight = new ConcurrentHashMap<>();
+    private final LongAdder fetched = new LongAdder();
+    private final LongAdder fetchedBytes = new LongAdder();
+    private final LongAdder failures = new LongAdder();
+
+    ChunkFetcher(ObjectStore store, ExtentIndex index, ChunkLayout layout, int maxInFlight) {
+        this.store = store;
+        this.index = index;
+        this.layout = layout;
+        this.slots = new Semaphore(maxInFlight);
+    }
+
+    /** Completes when chunk {@code chunk} of {@code file} is staged, or with the fetch's failure. */
+    CompletableFuture<Void> stage(Node.File file, long chunk) {
+        ChunkKey key = new ChunkKey(file.inode(), chunk);
+        if (index.contains(key, file.etag())) {
+            return CompletableFuture.completedFuture(null);
+        }
+        CompletableFuture<Void> mine = new CompletableFuture<>();
+        CompletableFuture<Void> running = inFlight.putIfAbsent(key, mine);
+        if (running != null) {
+            return running;
+        }
+        try {
+            executor.execute(() -> fetch(file, key, mine));
+        } catch (RejectedExecutionException e) {
+            inFlight.remove(key, mine);
+            mine.completeExceptionally(new AgentException(io.os2g.Errno.EIO, "agent is shutting down", e));
+        }
+        return mine;
+    }
+
+    private void fetch(Node.File file, ChunkKey key, CompletableFuture<Void> done) {
+        Reservation reservation = null;
+        try {
+            slots.acquire();
+            try {
+                // another reader may have staged it while this one waited for a slot
+                if (!index.contains(key, file.etag())) {
+                    int length = layout.length(file.size(), key.index());
+                    reservation = index.reserve(length);
+                    Reservation target = reservation;
+                    store.read(file.key(), layout.start(key.index()), length, file.etag(), target::fill);
+                    target.publish(key, file.etag());
+                    reservation = null;
+                    fetched.increment();
+                    fetchedBytes.add(length);
+                }
+            } finally {
+                slots.release();
+            }
+            inFlight.remove(key, done);
+            done.complete(null);
+        } catch (Throwable t) {
+            if (reservation != null) {
+                reservation.cancel();
+            }
+            failures.increment();
+            if (t instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            LOG.debug("fetch of {} chunk {} failed: {}", file.key(), key.index(), t.toString());
+            inFlight.remove(key, done);
+            done.completeExceptionally(t);
+        }
+    }
+
+    long fetchedChunks() {
+        return fetched.sum();
+    }
+
+    long fetchedBytes() {
+        return fetchedBytes.sum();
+    }
+
+    long failedFetches() {
+        return failures.sum();
+    }
+
+    int inFlight() {
+        return inFlight.size();
+    }
+
+    @Override
+    public void close() {
+        executor.shutdownNow();
+    }
+}

@@ -1,0 +1,57 @@
+package io.os2g.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** {@code os2g}: the entry point. */
+@Command(name = "os2g", mixinStandardHelpOptions = true, versionProvider = Os2g.Version.class,
+        subcommands = {MountCommand.class, DemoCommand.class, S3ServerCommand.class},
+        description = {"Mount S3-compatible buckets read-only for GPU training: FUSE shim, object-store agent, shared-memory staging."})
+public final class Os2g implements Runnable {
+
+    /** Exit code for anything the user can fix. */
+    static final int USAGE = 2;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(System.err);
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    static int run(String... args) {
+        CommandLine cli = new CommandLine(new Os2g());
+        cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
+            if (e instanceof UsageError) {
+                System.err.println("os2g: " + e.getMessage());
+                return USAGE;
+            }
+            if (Logging.debug()) {
+                e.printStackTrace();
+            } else {
+                System.err.println("os2g: " + (e.getMessage() != null ? e.getMessage() : e.toString()) + " (--debug shows more)");
+            }
+            return e instanceof io.os2g.ErrnoException || e instanceof io.os2g.host.FuseMount.MountException ? USAGE : 1;
+        });
+        cli.setParameterExceptionHandler((e, a) -> {
+            System.err.println("os2g: " + e.getMessage());
+            System.err.println("Try 'os2g " + (e.getCommandLine().getCommandName().equals("os2g") ? "" : e.getCommandLine().getCommandName() + " ") + "--help'.");
+            return USAGE;
+        });
+        return cli.execute(args);
+    }
+
+    /** The version from the jar manifest (set by Maven). */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String v = Os2g.class.getPackage().getImplementationVersion();
+            return new String[] {"os2g " + (v == null ? "dev" : v) + " (Java " + Runtime.version() + ")"};
+        }
+    }
+}

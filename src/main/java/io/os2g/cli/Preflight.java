@@ -1,0 +1,104 @@
+package io.os2g.cli;
+
+import io.os2g.host.MountTable;
+import io.os2g.store.ObjectStore;
+import io.os2g.store.StoreException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.SymbolLookup;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** The checks made before mounting; each failure is one line a user can act on. */
+final class Preflight {
+
+    private Preflight() {
+    }
+
+    static URI endpoint(String text) {
+        URI uri;
+        try {
+            uri = new URI(text);
+        } catch (URISyntaxException e) {
+            throw new UsageError("--endpoint is not a URL: " + text);
+        }
+        if (uri.getScheme() == null || !(uri.getScheme().equals("http") || uri.getScheme().equals("https"))
+                || uri.getHost() == null || uri.getHost().isEmpty()) {
+            throw new UsageError("--endpoint must be an http:// or https:// URL with a host: " + text);
+        }
+        if (uri.getPath() != null && !uri.getPath().isEmpty() && !uri.getPath().equals("/")) {
+            throw new UsageError("--endpoint must not have a path (give the bucket as the first argument): " + text);
+        }
+        return uri;
+    }
+
+    static Path mountPoint(String text) {
+        Path path = Path.of(text).toAbsolutePath().normalize();
+        if (!Files.exists(path)) {
+            throw new UsageError("mount point does not exist: " + path);
+        }
+        if (!Files.isDirectory(path)) {
+            throw new UsageError("mount point is not a directory: " + path);
+        }
+        if (MountTable.isMountPoint(path)) {
+            throw new UsageError("mount point is already a mount (" + MountTable.fsTypeAt(path) + "): " + path
+                    + "; unmount it first with fusermount -u " + path);
+        }
+        if (!Files.isReadable(path) || !Files.isExecutable(path)) {
+            throw new UsageError("mount point is not accessible to this user: " + path);
+        }
+        return path;
+    }
+
+    static void fuseAvailable() {
+        if (!Files.exists(Path.of("/dev/fuse"))) {
+            throw new UsageError("/dev/fuse is missing: load the module (modprobe fuse), or give a container --device /dev/fuse --cap-add SYS_ADMIN");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            SymbolLookup.libraryLookup("libfuse.so.2", arena);
+        } catch (IllegalArgumentException e) {
+            throw new UsageError("libfuse 2 (libfuse.so.2) is not installed: apt-get install fuse3 libfuse2 (Debian/Ubuntu) or dnf install fuse fuse-libs (Fedora/RHEL)");
+        }
+        if (!onPath("fusermount") && !onPath("fusermount3")) {
+            throw new UsageError("fusermount is not installed: apt-get install fuse3 (Debian/Ubuntu) or dnf install fuse3 (Fedora/RHEL)");
+        }
+    }
+
+    private static boolean onPath(String command) {
+        String path = System.getenv("PATH");
+        if (path == null) {
+            return false;
+        }
+        for (String dir : path.split(":")) {
+            if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, command))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Lists one key so that a bad endpoint, credential or bucket is reported now, not as EIO later. */
+    static void storeAnswers(ObjectStore store, URI endpoint, String prefix) {
+        try {
+            store.probe(prefix);
+        } catch (StoreException e) {
+            String bucket = store.bucket();
+            throw new UsageError(switch (e.kind()) {
+                case UNREACHABLE -> "cannot reach the endpoint " + endpoint + ": " + rootCause(e);
+                case UNAVAILABLE -> "the endpoint " + endpoint + " did not answer in time: " + rootCause(e);
+                case BAD_CREDENTIALS -> "credentials rejected by " + endpoint + " (" + rootCause(e)
+                        + "); check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, --profile or --credentials-file";
+                case ACCESS_DENIED -> "access denied listing bucket " + bucket + " at " + endpoint;
+                case NO_SUCH_BUCKET -> "bucket " + bucket + " does not exist at " + endpoint;
+                case NOT_FOUND, CHANGED, PROTOCOL -> "unexpected answer from " + endpoint + ": " + e.getMessage();
+            });
+        }
+    }
+
+    private static String rootCause(StoreException e) {
+        String m = e.getMessage();
+        int cut = m.indexOf(": bucket=");
+        return cut > 0 ? m.substring(0, cut) : m;
+    }
+}

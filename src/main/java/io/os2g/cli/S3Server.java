@@ -1,0 +1,115 @@
+package io.os2g.cli;
+
+import java.io.IOException;
+import java.lang.reflect.Method;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Properties;
+import org.gaul.s3proxy.AuthenticationType;
+import org.gaul.s3proxy.S3Proxy;
+import org.jclouds.ContextBuilder;
+import org.jclouds.blobstore.BlobStore;
+import org.jclouds.blobstore.BlobStoreContext;
+
+/**
+ * A real S3 server for the demo, the tests and the benchmarks: S3Proxy over a directory (jclouds
+ * filesystem backend), with S3Proxy's latency middleware to stand in for a remote object store.
+ * Listens on 127.0.0.1 only. The credentials are fixed and public: this is never a production server.
+ */
+final class S3Server implements AutoCloseable {
+
+    static final String ACCESS_KEY = "os2g-demo";
+    static final String SECRET_KEY = "os2g-demo-secret";
+
+    private final S3Proxy proxy;
+    private final BlobStoreContext context;
+    private final URI endpoint;
+
+    private S3Server(S3Proxy proxy, BlobStoreContext context, URI endpoint) {
+        this.proxy = proxy;
+        this.context = context;
+        this.endpoint = endpoint;
+    }
+
+    /**
+     * @param port TCP port on 127.0.0.1, or 0 for a free one
+     * @param latencyMillis delay added to each GET, LIST and HEAD (0 for none)
+     */
+    static S3Server start(Path directory, int port, long latencyMillis) throws Exception {
+        Properties backend = new Properties();
+        backend.setProperty("jclouds.filesystem.basedir", directory.toAbsolutePath().toString());
+        BlobStoreContext context = ContextBuilder.newBuilder("filesystem")
+                .credentials(ACCESS_KEY, SECRET_KEY)
+                .overrides(backend)
+                .build(BlobStoreContext.class);
+        BlobStore blobStore = context.getBlobStore();
+        if (latencyMillis > 0) {
+            blobStore = withLatency(blobStore, latencyMillis);
+        }
+        int chosen = port != 0 ? port : freePort();
+        URI endpoint = URI.create("http://127.0.0.1:" + chosen);
+        S3Proxy proxy = S3Proxy.builder()
+                .blobStore(blobStore)
+                .endpoint(endpoint)
+                .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
+                .ignoreUnknownHeaders(true)
+                .jettyMaxThreads(64)
+                .build();
+        proxy.start();
+        waitUntilListening(chosen);
+        return new S3Server(proxy, context, endpoint);
+    }
+
+    /** S3Proxy's own latency middleware (its factory is package-private; its parser is public). */
+    private static BlobStore withLatency(BlobStore delegate, long millis) throws ReflectiveOperationException {
+        Properties p = new Properties();
+        for (String op : new String[] {"get", "list", "metadata"}) {
+            p.setProperty("s3proxy.latency-blobstore." + op + ".latency", Long.toString(millis));
+        }
+        Class<?> latency = Class.forName("org.gaul.s3proxy.LatencyBlobStore");
+        Map<?, ?> latencies = (Map<?, ?>) latency.getMethod("parseLatencies", Properties.class).invoke(null, p);
+        Map<?, ?> speeds = (Map<?, ?>) latency.getMethod("parseSpeeds", Properties.class).invoke(null, new Properties());
+        Method factory = latency.getDeclaredMethod("newLatencyBlobStore", BlobStore.class, Map.class, Map.class);
+        factory.setAccessible(true);
+        return (BlobStore) factory.invoke(null, delegate, latencies, speeds);
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    private static void waitUntilListening(int port) throws InterruptedException, IOException {
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (true) {
+            try (Socket s = new Socket()) {
+                s.connect(new InetSocketAddress("127.0.0.1", port), 500);
+                return;
+            } catch (IOException e) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw new IOException("S3 server did not start listening on port " + port, e);
+                }
+                Thread.sleep(20);
+            }
+        }
+    }
+
+    URI endpoint() {
+        return endpoint;
+    }
+
+    BlobStore blobStore() {
+        return context.getBlobStore();
+    }
+
+    @Override
+    public void close() throws Exception {
+        proxy.stop();
+        context.close();
+    }
+}

@@ -1,0 +1,42 @@
+package io.os2g.cli;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code os2g s3-server}: the S3Proxy test server as a process, for the integration suite and benchmarks. */
+@Command(name = "s3-server", hidden = true, mixinStandardHelpOptions = true,
+        description = {"Serve DIR over S3 on 127.0.0.1 (S3Proxy, filesystem backend) for tests and benchmarks.",
+                "Credentials: AWS_ACCESS_KEY_ID=" + S3Server.ACCESS_KEY + " AWS_SECRET_ACCESS_KEY=" + S3Server.SECRET_KEY + "."})
+final class S3ServerCommand implements Callable<Integer> {
+
+    @Option(names = "--dir", required = true, paramLabel = "DIR", description = "Directory whose sub-directories are the buckets.")
+    Path dir;
+
+    @Option(names = "--port", defaultValue = "0", paramLabel = "PORT", description = "Port (default: a free one).")
+    int port;
+
+    @Option(names = "--latency-ms", defaultValue = "0", paramLabel = "MS", description = "Delay added to every GET, LIST and HEAD.")
+    long latencyMs;
+
+    @Option(names = "--bucket", paramLabel = "NAME", description = "Create this bucket if it does not exist.")
+    String bucket;
+
+    @Override
+    public Integer call() throws Exception {
+        Files.createDirectories(dir);
+        if (bucket != null) {
+            Files.createDirectories(dir.resolve(bucket));
+        }
+        try (S3Server server = S3Server.start(dir, port, latencyMs)) {
+            // the one line scripts wait for
+            System.out.println("endpoint " + server.endpoint());
+            System.out.flush();
+            new CountDownLatch(1).await();
+        }
+        return 0;
+    }
+}

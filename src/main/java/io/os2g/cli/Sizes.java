@@ -1,0 +1,52 @@
+package io.os2g.cli;
+
+import java.util.Locale;
+
+/** Byte sizes as users write them: {@code 1G}, {@code 512M}, {@code 64K}, {@code 4096}. */
+final class Sizes {
+
+    private Sizes() {
+    }
+
+    static long parse(String option, String text) {
+        String t = text.trim().toUpperCase(Locale.ROOT);
+        if (t.endsWith("IB")) {
+            t = t.substring(0, t.length() - 2);
+        } else if (t.endsWith("B") && t.length() > 1 && !Character.isDigit(t.charAt(t.length() - 2))) {
+            t = t.substring(0, t.length() - 1);
+        }
+        long unit = 1;
+        if (!t.isEmpty()) {
+            switch (t.charAt(t.length() - 1)) {
+                case 'K' -> unit = 1L << 10;
+                case 'M' -> unit = 1L << 20;
+                case 'G' -> unit = 1L << 30;
+                case 'T' -> unit = 1L << 40;
+                default -> unit = 1;
+            }
+        }
+        String digits = unit == 1 ? t : t.substring(0, t.length() - 1);
+        try {
+            long value = Long.parseLong(digits);
+            if (value <= 0) {
+                throw new UsageError(option + " must be positive: " + text);
+            }
+            return Math.multiplyExact(value, unit);
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw new UsageError(option + " is not a size (examples: 4096, 64K, 8M, 1G): " + text);
+        }
+    }
+
+    static String format(long bytes) {
+        if (bytes >= 1L << 30 && bytes % (1L << 30) == 0) {
+            return (bytes >> 30) + "G";
+        }
+        if (bytes >= 1L << 20 && bytes % (1L << 20) == 0) {
+            return (bytes >> 20) + "M";
+        }
+        if (bytes >= 1L << 10 && bytes % (1L << 10) == 0) {
+            return (bytes >> 10) + "K";
+        }
+        return Long.toString(bytes);
+    }
+}

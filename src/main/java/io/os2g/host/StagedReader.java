@@ -1,0 +1,122 @@
+package io.os2g.host;
+
+import io.os2g.Errno;
+import io.os2g.ErrnoException;
+import io.os2g.link.AgentLink;
+import io.os2g.link.ReadRequest;
+import io.os2g.metrics.ReadMetrics;
+import io.os2g.namespace.Node;
+import io.os2g.staging.ChunkKey;
+import io.os2g.staging.ChunkLayout;
+import io.os2g.staging.ExtentIndex;
+import io.os2g.staging.StagedChunk;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Serves {@code read(offset, size)} of an open file from the staging region.
+ *
+ * <p>For each chunk the read touches: pin the staged chunk and copy from it; on a miss, ask the agent
+ * for the rest of the read and wait (bounded by the read deadline). The first read into a chunk that
+ * hits is still reported to the agent, without waiting, so that its readahead window moves on.
+ */
+final class StagedReader {
+
+    /** A chunk evicted between staging and pinning is asked for again this many times, then EIO. */
+    private static final int MAX_RESTAGE = 3;
+
+    private final ExtentIndex index;
+    private final AgentLink link;
+    private final ChunkLayout layout;
+    private final ReadMetrics metrics;
+    private final long deadlineNanos;
+
+    StagedReader(ExtentIndex index, AgentLink link, ChunkLayout layout, ReadMetrics metrics, Duration deadline) {
+        this.index = index;
+        this.link = link;
+        this.layout = layout;
+        this.metrics = metrics;
+        this.deadlineNanos = deadline.toNanos();
+    }
+
+    /** Copies up to {@code size} bytes from {@code offset} into {@code target}; returns the count. */
+    int read(OpenHandle handle, MemorySegment target, long size, long offset) {
+        Node.File file = handle.file();
+        long end = Math.min(file.size(), offset + size);
+        long position = offset;
+        while (position < end) {
+            long chunk = layout.index(position);
+            long chunkStart = layout.start(chunk);
+            long count = Math.min(end, chunkStart + layout.chunkSize()) - position;
+            StagedChunk staged = pin(handle, new ChunkKey(file.inode(), chunk), position, end);
+            try {
+                index.copyOut(staged, position - chunkStart, target, position - offset, count);
+            } finally {
+                index.release(staged);
+            }
+            position += count;
+        }
+        int served = (int) (end - Math.min(offset, end));
+        metrics.served(served);
+        return served;
+    }
+
+    private StagedChunk pin(OpenHandle handle, ChunkKey key, long position, long end) {
+        String etag = handle.file().etag();
+        boolean entered = handle.enter(key.index());
+        StagedChunk staged = index.acquire(key, etag);
+        if (staged != null) {
+            metrics.hit();
+            if (entered) {
+                link.read(new ReadRequest(handle.agentHandle(), position, end - position));
+            }
+            return staged;
+        }
+        metrics.miss();
+        for (int attempt = 0; attempt < MAX_RESTAGE; attempt++) {
+            await(link.read(new ReadRequest(handle.agentHandle(), position, end - position)), handle);
+            staged = index.acquire(key, etag);
+            if (staged != null) {
+                return staged;
+            }
+        }
+        throw new ReadException(Errno.EIO, "chunk evicted before it could be read " + MAX_RESTAGE
+                + " times (staging region too small for the readers?): key=" + handle.file().key() + ", chunk=" + key.index(), null);
+    }
+
+    private void await(CompletableFuture<Void> staged, OpenHandle handle) {
+        try {
+            staged.get(deadlineNanos, TimeUnit.NANOSECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof ErrnoException errno) {
+                throw errno;
+            }
+            throw new ReadException(Errno.EIO, "read of " + handle.file().key() + " failed: " + e.getCause(), e.getCause());
+        } catch (TimeoutException e) {
+            throw new ReadException(Errno.EIO, "read of " + handle.file().key() + " took longer than "
+                    + TimeUnit.NANOSECONDS.toMillis(deadlineNanos) + " ms", null);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ReadException(Errno.EIO, "read interrupted", e);
+        }
+    }
+
+    /** A read that fails in the shim itself. */
+    static final class ReadException extends ErrnoException {
+        private final int errno;
+
+        ReadException(int errno, String message, Throwable cause) {
+            super(message, cause);
+            this.errno = errno;
+        }
+
+        @Override
+        public int errno() {
+            return errno;
+        }
+    }
+}

@@ -1,0 +1,104 @@
+package io.os2g.namespace;
+
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.LoadingCache;
+import com.github.benmanes.caffeine.cache.Ticker;
+import io.os2g.Errno;
+import io.os2g.store.ObjectStore;
+import java.time.Duration;
+import java.util.concurrent.CompletionException;
+
+/**
+ * Resolves mount paths to nodes from cached directory listings.
+ *
+ * <p>Each directory is listed once and kept for the metadata TTL; concurrent lookups in a directory
+ * that is not cached share one listing (Caffeine's per-key loading). A path is resolved component by
+ * component through the cached parents, so a negative lookup costs nothing once its parent is cached.
+ */
+public final class Namespace {
+
+    /** Directories kept at most; each holds its entries, so this bounds metadata memory. */
+    private static final long MAX_CACHED_DIRECTORIES = 100_000;
+
+    private final ObjectStore store;
+    private final InodeTable inodes = new InodeTable();
+    private final DirectoryBuilder builder = new DirectoryBuilder(inodes);
+    private final Node.Dir root;
+    private final LoadingCache<Node.Dir, Directory> directories;
+
+    /**
+     * @param store where listings come from
+     * @param rootPrefix the bucket prefix shown as the mount root: {@code ""} or ending in {@code /}
+     * @param ttl how long a listing is trusted; null means forever (immutable datasets)
+     * @param ticker the clock of the cache (tests pass a fake one)
+     */
+    public Namespace(ObjectStore store, String rootPrefix, Duration ttl, Ticker ticker) {
+        if (!rootPrefix.isEmpty() && !rootPrefix.endsWith("/")) {
+            throw new IllegalArgumentException("root prefix must be empty or end in /: prefix=" + rootPrefix);
+        }
+        this.store = store;
+        this.root = new Node.Dir(InodeTable.ROOT, rootPrefix);
+        Caffeine<Object, Object> cache = Caffeine.newBuilder().maximumSize(MAX_CACHED_DIRECTORIES).ticker(ticker);
+        if (ttl != null) {
+            cache.expireAfterWrite(ttl);
+        }
+        this.directories = cache.build(dir -> builder.build(dir, store.list(dir.prefix())));
+    }
+
+    public Namespace(ObjectStore store, String rootPrefix, Duration ttl) {
+        this(store, rootPrefix, ttl, Ticker.systemTicker());
+    }
+
+    public Node.Dir root() {
+        return root;
+    }
+
+    /** The directory's entries, listed now or taken from the cache. */
+    public Directory list(Node.Dir dir) {
+        try {
+            return directories.get(dir);
+        } catch (CompletionException e) {
+            throw e.getCause() instanceof RuntimeException re ? re : e;
+        }
+    }
+
+    /**
+     * The node at {@code path}, an absolute mount path such as {@code /train/cat/1.jpg}.
+     *
+     * @throws NamespaceException ENOENT when a component is missing, ENOTDIR when a file is used as a
+     *     directory
+     */
+    public Node resolve(String path) {
+        Node node = root;
+        int start = 1;
+        int length = path.length();
+        while (start < length) {
+            int end = path.indexOf('/', start);
+            if (end < 0) {
+                end = length;
+            }
+            if (end > start) {
+                if (!(node instanceof Node.Dir dir)) {
+                    throw new NamespaceException(Errno.ENOTDIR, "not a directory: " + path);
+                }
+                Node next = list(dir).entry(path.substring(start, end));
+                if (next == null) {
+                    throw new NamespaceException(Errno.ENOENT, "no such file: " + path);
+                }
+                node = next;
+            }
+            start = end + 1;
+        }
+        return node;
+    }
+
+    /** Drops every cached listing (used when the TTL is forever and the user asks for a refresh). */
+    public void invalidateAll() {
+        directories.invalidateAll();
+    }
+
+    public int knownInodes() {
+        return inodes.size();
+    }
+
+}

@@ -1,0 +1,5 @@
+package io.os2g.staging;
+
+/** Address of a chunk in the extent index: the file's inode and the chunk's index in it. */
+public record ChunkKey(long inode, long index) {
+}

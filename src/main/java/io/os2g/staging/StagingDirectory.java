@@ -1,0 +1,108 @@
+package io.os2g.staging;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Comparator;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The directory that holds one region's segment files, owned by one process at a time. An
+ * {@value #OWNER_FILE} file names the owner; a directory whose owner is dead (a crashed or killed
+ * mount) is emptied and taken over, so a crash never troubles the next mount.
+ */
+public final class StagingDirectory {
+
+    private static final Logger LOG = LoggerFactory.getLogger(StagingDirectory.class);
+    static final String OWNER_FILE = "owner.pid";
+
+    private final Path path;
+
+    private StagingDirectory(Path path) {
+        this.path = path;
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    /**
+     * Creates {@code path} with mode 0700 (and its parents), or reclaims it from a dead owner.
+     *
+     * @throws StagingException when a live process owns it, or it cannot be created
+     */
+    public static StagingDirectory claim(Path path) {
+        try {
+            Path parent = path.toAbsolutePath().getParent();
+            if (parent != null) {
+                Files.createDirectories(parent);
+            }
+            try {
+                Files.createDirectory(path, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+            } catch (FileAlreadyExistsException e) {
+                if (!Files.isDirectory(path)) {
+                    throw new StagingException("staging dir is not a directory: " + path);
+                }
+                long owner = readOwner(path);
+                if (owner > 0 && owner != ProcessHandle.current().pid() && ProcessHandle.of(owner).map(ProcessHandle::isAlive).orElse(false)) {
+                    throw new StagingException("staging dir " + path + " is in use by process " + owner);
+                }
+                LOG.info("reclaiming staging dir {} left by {}", path, owner > 0 ? "process " + owner : "an earlier mount");
+                deleteContents(path);
+                Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rwx------"));
+            }
+            Files.writeString(path.resolve(OWNER_FILE), Long.toString(ProcessHandle.current().pid()), StandardCharsets.US_ASCII);
+            return new StagingDirectory(path);
+        } catch (IOException e) {
+            throw new StagingException("cannot create staging dir " + path + ": " + describe(e), e);
+        }
+    }
+
+    /** Removes the directory and everything in it. */
+    public void remove() {
+        try {
+            deleteContents(path);
+            Files.deleteIfExists(path);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot remove staging dir " + path, e);
+        }
+    }
+
+    private static long readOwner(Path dir) {
+        try {
+            return Long.parseLong(Files.readString(dir.resolve(OWNER_FILE), StandardCharsets.US_ASCII).trim());
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    private static void deleteContents(Path dir) throws IOException {
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+                if (!p.equals(dir)) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        } catch (NoSuchFileException e) {
+            // already gone
+        }
+    }
+
+    static String describe(IOException e) {
+        String reason = e.getMessage();
+        if (e instanceof java.nio.file.AccessDeniedException) {
+            return "permission denied";
+        }
+        if (e instanceof java.nio.file.FileSystemException fse && fse.getReason() != null) {
+            return fse.getReason();
+        }
+        return reason == null ? e.getClass().getSimpleName() : reason;
+    }
+}

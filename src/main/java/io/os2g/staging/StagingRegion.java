@@ -1,0 +1,114 @@
+package io.os2g.staging;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The segment files of one staging directory, each mapped read-write once for the life of the region.
+ * Pages are numbered across segments: page {@code p} lives in segment {@code p / pagesPerSegment}.
+ * Closing unmaps every segment at once (one shared {@link Arena}) and removes the directory.
+ */
+public final class StagingRegion implements AutoCloseable {
+
+    private final StagingConfig config;
+    private final StagingDirectory directory;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment[] segments;
+    private final List<Path> files = new ArrayList<>();
+    private final int pageShift;
+    private final int pagesPerSegment;
+
+    private StagingRegion(StagingConfig config, StagingDirectory directory) throws IOException {
+        this.config = config;
+        this.directory = directory;
+        this.pageShift = Integer.numberOfTrailingZeros(config.pageSize());
+        this.pagesPerSegment = config.pagesPerSegment();
+        this.segments = new MemorySegment[config.segmentCount()];
+        long remaining = (long) config.pageCount() * config.pageSize();
+        for (int i = 0; i < segments.length; i++) {
+            long size = Math.min(config.segmentSize(), remaining);
+            remaining -= size;
+            Path file = directory.path().resolve(String.format("segment-%04d", i));
+            Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            files.add(file);
+            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                segments[i] = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+            }
+        }
+    }
+
+    /** Claims the directory, creates and maps the segments. */
+    public static StagingRegion create(StagingConfig config) {
+        StagingDirectory directory = StagingDirectory.claim(config.directory());
+        try {
+            return new StagingRegion(config, directory);
+        } catch (IOException | RuntimeException e) {
+            try {
+                directory.remove();
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            String reason = e instanceof IOException io ? StagingDirectory.describe(io) : String.valueOf(e.getMessage());
+            throw new StagingException("cannot create staging segments in " + config.directory() + ": " + reason, e);
+        }
+    }
+
+    public StagingConfig config() {
+        return config;
+    }
+
+    public int pageSize() {
+        return config.pageSize();
+    }
+
+    public int pageCount() {
+        return config.pageCount();
+    }
+
+    /** The bytes of page {@code page}: a slice of its mapped segment. */
+    public MemorySegment page(int page) {
+        return segments[page / pagesPerSegment].asSlice((long) (page % pagesPerSegment) << pageShift, config.pageSize());
+    }
+
+    /** Segment file holding page {@code page}, and the page's offset in it (for consumers that mmap). */
+    public Path segmentFile(int page) {
+        return files.get(page / pagesPerSegment);
+    }
+
+    public long offsetInSegment(int page) {
+        return (long) (page % pagesPerSegment) << pageShift;
+    }
+
+    /**
+     * Copies {@code length} bytes that start {@code offset} bytes into the run of {@code pages} into
+     * {@code target} at {@code targetOffset}: one memcpy per page touched, native to native.
+     */
+    public void copyOut(int[] pages, long offset, MemorySegment target, long targetOffset, long length) {
+        int pageSize = config.pageSize();
+        int index = (int) (offset >>> pageShift);
+        long within = offset & (pageSize - 1);
+        while (length > 0) {
+            int page = pages[index++];
+            long n = Math.min(length, pageSize - within);
+            MemorySegment.copy(segments[page / pagesPerSegment], ((long) (page % pagesPerSegment) << pageShift) + within,
+                    target, targetOffset, n);
+            targetOffset += n;
+            length -= n;
+            within = 0;
+        }
+    }
+
+    @Override
+    public void close() {
+        arena.close();
+        directory.remove();
+    }
+}

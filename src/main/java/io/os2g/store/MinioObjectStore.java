@@ -1,0 +1,237 @@
+package io.os2g.store;
+
+import io.minio.GetObjectArgs;
+import io.minio.GetObjectResponse;
+import io.minio.ListObjectsArgs;
+import io.minio.MinioClient;
+import io.minio.Result;
+import io.minio.credentials.StaticProvider;
+import io.minio.errors.ErrorResponseException;
+import io.minio.errors.InvalidResponseException;
+import io.minio.errors.ServerException;
+import io.minio.messages.Item;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.net.ConnectException;
+import java.net.NoRouteToHostException;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+import javax.net.ssl.SSLException;
+import okhttp3.ConnectionPool;
+import okhttp3.Dispatcher;
+import okhttp3.OkHttpClient;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** {@link ObjectStore} over the MinIO Java client, with deadlines and bounded retries. */
+public final class MinioObjectStore implements ObjectStore {
+
+    private static final Logger LOG = LoggerFactory.getLogger(MinioObjectStore.class);
+
+    /** Connect quickly or not at all: a training job would rather see EIO than wait. */
+    private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
+
+    private final StoreConfig config;
+    private final MinioClient client;
+    private final OkHttpClient http;
+    private final LongAdder gets = new LongAdder();
+    private final LongAdder lists = new LongAdder();
+    private final LongAdder retries = new LongAdder();
+
+    public MinioObjectStore(StoreConfig config) {
+        this.config = config;
+        Duration call = config.retry().requestTimeout();
+        Dispatcher dispatcher = new Dispatcher();
+        dispatcher.setMaxRequests(config.maxConnections());
+        dispatcher.setMaxRequestsPerHost(config.maxConnections());
+        this.http = new OkHttpClient.Builder()
+                .connectTimeout(CONNECT_TIMEOUT)
+                .readTimeout(call)
+                .writeTimeout(call)
+                .callTimeout(call)
+                // os2g retries itself, with backoff and a count it can report
+                .retryOnConnectionFailure(false)
+                .connectionPool(new ConnectionPool(config.maxConnections(), 5, TimeUnit.MINUTES))
+                .dispatcher(dispatcher)
+                .build();
+        MinioClient.Builder builder = MinioClient.builder()
+                .endpoint(config.endpoint().toString())
+                .region(config.region())
+                .httpClient(http, true);
+        Credentials credentials = config.credentials();
+        if (!credentials.isAnonymous()) {
+            builder.credentialsProvider(new StaticProvider(
+                    credentials.accessKeyId(), credentials.secretAccessKey(), credentials.sessionToken()));
+        }
+        this.client = builder.build();
+        if (config.virtualHostStyle()) {
+            client.enableVirtualStyleEndpoint();
+        } else {
+            client.disableVirtualStyleEndpoint();
+        }
+    }
+
+    @Override
+    public String bucket() {
+        return config.bucket();
+    }
+
+    /** GET requests sent, retries included. */
+    public long getCount() {
+        return gets.sum();
+    }
+
+    /** LIST requests sent (one per page attempt). */
+    public long listCount() {
+        return lists.sum();
+    }
+
+    /** Attempts that failed transiently and were tried again. */
+    public long retryCount() {
+        return retries.sum();
+    }
+
+    @Override
+    public Listing list(String prefix) {
+        return withRetries("list", prefix, () -> listOnce(prefix, Integer.MAX_VALUE));
+    }
+
+    @Override
+    public void probe(String prefix) {
+        listOnce(prefix, 1);
+    }
+
+    private Listing listOnce(String prefix, int limit) {
+        ListObjectsArgs.Builder args = ListObjectsArgs.builder()
+                .bucket(config.bucket())
+                .recursive(false)
+                .maxKeys(Math.min(limit, 1000));
+        if (!prefix.isEmpty()) {
+            args.prefix(prefix);
+        }
+        List<ObjectSummary> objects = new ArrayList<>();
+        List<String> prefixes = new ArrayList<>();
+        lists.increment();
+        try {
+            for (Result<Item> result : client.listObjects(args.build())) {
+                Item item = result.get();
+                if (item.isDir()) {
+                    prefixes.add(item.objectName());
+                } else {
+                    objects.add(new ObjectSummary(item.objectName(), item.size(), unquote(item.etag()),
+                            item.lastModified() == null ? 0 : item.lastModified().toInstant().toEpochMilli()));
+                }
+                if (objects.size() + prefixes.size() >= limit) {
+                    break;
+                }
+            }
+        } catch (Exception e) {
+            throw classify(e, prefix);
+        }
+        return new Listing(prefix, objects, prefixes);
+    }
+
+    @Override
+    public void read(String key, long offset, long length, String etag, BodyReader reader) {
+        withRetries("get", key, () -> {
+            gets.increment();
+            GetObjectArgs args = GetObjectArgs.builder()
+                    .bucket(config.bucket())
+                    .object(key)
+                    .offset(offset)
+                    .length(length)
+                    .matchETag(etag)
+                    .build();
+            try (GetObjectResponse body = client.getObject(args)) {
+                reader.read(body);
+            } catch (Exception e) {
+                throw classify(e, key + " [" + offset + ", +" + length + ")");
+            }
+            return null;
+        });
+    }
+
+    private <T> T withRetries(String op, String what, java.util.function.Supplier<T> call) {
+        RetryPolicy policy = config.retry();
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return call.get();
+            } catch (StoreException e) {
+                if (!e.retryable() || attempt >= policy.maxAttempts()) {
+                    throw e;
+                }
+                retries.increment();
+                Duration pause = policy.backoff(attempt);
+                LOG.debug("{} {} failed ({}), retry {} in {} ms", op, what, e.getMessage(), attempt, pause.toMillis());
+                try {
+                    Thread.sleep(pause);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw new StoreException(StoreException.Kind.UNAVAILABLE, op + " interrupted: " + what, ie);
+                }
+            }
+        }
+    }
+
+    private StoreException classify(Exception e, String what) {
+        String where = "bucket=" + config.bucket() + ", key=" + what;
+        if (e instanceof StoreException se) {
+            return se;
+        }
+        if (e instanceof ErrorResponseException ere) {
+            String code = ere.errorResponse().code();
+            int status = ere.response() == null ? 0 : ere.response().code();
+            StoreException.Kind kind = switch (code == null ? "" : code) {
+                case "NoSuchKey" -> StoreException.Kind.NOT_FOUND;
+                case "NoSuchBucket" -> StoreException.Kind.NO_SUCH_BUCKET;
+                case "AccessDenied", "AllAccessDisabled" -> StoreException.Kind.ACCESS_DENIED;
+                case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
+                     "AuthorizationHeaderMalformed", "InvalidSecurity" -> StoreException.Kind.BAD_CREDENTIALS;
+                case "PreconditionFailed" -> StoreException.Kind.CHANGED;
+                case "SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "Throttling" ->
+                        StoreException.Kind.UNAVAILABLE;
+                default -> status == 412 ? StoreException.Kind.CHANGED
+                        : status == 404 ? StoreException.Kind.NOT_FOUND
+                        : status == 403 ? StoreException.Kind.ACCESS_DENIED
+                        : status >= 500 ? StoreException.Kind.UNAVAILABLE
+                        : StoreException.Kind.PROTOCOL;
+            };
+            return new StoreException(kind, code + " (HTTP " + status + "): " + where, null);
+        }
+        if (e instanceof ServerException se) {
+            return new StoreException(StoreException.Kind.UNAVAILABLE,
+                    "server error HTTP " + se.statusCode() + ": " + where, null);
+        }
+        if (e instanceof InvalidResponseException) {
+            return new StoreException(StoreException.Kind.UNAVAILABLE, "unreadable response: " + where, null);
+        }
+        if (e instanceof ConnectException || e instanceof UnknownHostException
+                || e instanceof NoRouteToHostException || e instanceof SSLException) {
+            return new StoreException(StoreException.Kind.UNREACHABLE,
+                    "cannot reach " + config.endpoint() + " (" + e.getMessage() + "): " + where, null);
+        }
+        if (e instanceof InterruptedIOException || e instanceof IOException) {
+            return new StoreException(StoreException.Kind.UNAVAILABLE,
+                    e.getClass().getSimpleName() + " (" + e.getMessage() + "): " + where, null);
+        }
+        return new StoreException(StoreException.Kind.PROTOCOL, e + ": " + where, e);
+    }
+
+    private static String unquote(String etag) {
+        if (etag == null) {
+            return "";
+        }
+        return etag.length() >= 2 && etag.startsWith("\"") && etag.endsWith("\"")
+                ? etag.substring(1, etag.length() - 1) : etag;
+    }
+
+    @Override
+    public void close() {
+        http.dispatcher().executorService().shutdown();
+        http.connectionPool().evictAll();
+    }
+}

@@ -1,0 +1,36 @@
+package io.os2g.store;
+
+import java.io.IOException;
+import java.io.InputStream;
+
+/** The object-store operations os2g needs, each bounded in time and retried where it may help. */
+public interface ObjectStore extends AutoCloseable {
+
+    /** Reads the body of a ranged GET; called again from the start when the GET is retried. */
+    @FunctionalInterface
+    interface BodyReader {
+        /** Consumes exactly the requested number of bytes from {@code body}. */
+        void read(InputStream body) throws IOException;
+    }
+
+    /** Lists one directory level under {@code prefix} (ListObjectsV2, delimiter {@code /}, all pages). */
+    Listing list(String prefix);
+
+    /**
+     * Reads {@code length} bytes of {@code key} from {@code offset}, only if its ETag still equals
+     * {@code etag} (If-Match); a changed object fails with {@link StoreException.Kind#CHANGED}.
+     */
+    void read(String key, long offset, long length, String etag, BodyReader reader);
+
+    /**
+     * Checks, before mounting, that the endpoint answers, the credentials are accepted and the bucket
+     * exists, by listing at most one key under {@code prefix}. Not retried: the user is waiting.
+     */
+    void probe(String prefix);
+
+    /** The bucket this store reads. */
+    String bucket();
+
+    @Override
+    void close();
+}

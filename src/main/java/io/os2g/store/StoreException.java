@@ -1,0 +1,57 @@
+package io.os2g.store;
+
+import io.os2g.Errno;
+import io.os2g.ErrnoException;
+
+/** An object-store call that failed for good, with the bucket and key it was about. */
+public final class StoreException extends ErrnoException {
+
+    /** What went wrong, as far as a user or an application needs to know. */
+    public enum Kind {
+        /** The key does not exist. */
+        NOT_FOUND,
+        /** The bucket does not exist. */
+        NO_SUCH_BUCKET,
+        /** The credentials were rejected (unknown key id, bad signature, expired token). */
+        BAD_CREDENTIALS,
+        /** The credentials are valid but not allowed this request. */
+        ACCESS_DENIED,
+        /** The object changed since it was opened (If-Match failed). */
+        CHANGED,
+        /** The endpoint could not be reached (refused, unknown host, TLS failure). */
+        UNREACHABLE,
+        /** The deadline passed or retries ran out on transient errors (timeouts, 5xx, SlowDown). */
+        UNAVAILABLE,
+        /** Anything else the server answered that os2g does not expect. */
+        PROTOCOL
+    }
+
+    private final Kind kind;
+
+    public StoreException(Kind kind, String message, Throwable cause) {
+        super(message, cause);
+        this.kind = kind;
+    }
+
+    public Kind kind() {
+        return kind;
+    }
+
+    /**
+     * The one place object-store failures become errnos. A changed object is EIO rather than ESTALE:
+     * loaders treat EIO as a failed sample, and ESTALE would suggest NFS semantics os2g does not have.
+     */
+    @Override
+    public int errno() {
+        return switch (kind) {
+            case NOT_FOUND, NO_SUCH_BUCKET -> Errno.ENOENT;
+            case ACCESS_DENIED, BAD_CREDENTIALS -> Errno.EACCES;
+            case CHANGED, UNREACHABLE, UNAVAILABLE, PROTOCOL -> Errno.EIO;
+        };
+    }
+
+    /** Retrying can help only with transient failures. */
+    boolean retryable() {
+        return kind == Kind.UNAVAILABLE || kind == Kind.UNREACHABLE;
+    }
+}
