@@ -1,0 +1,41 @@
+package io.os2g.agent;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+@Tag("unit")
+class ReadaheadWindowTest {
+
+    private static final long MIB = 1 << 20;
+    private static final long CHUNK = 8 * MIB;
+
+    @Test
+    void startsAtOneMibAndDoublesWhileSequentialUpToTheCap() {
+        ReadaheadWindow w = new ReadaheadWindow(MIB, 16 * MIB, CHUNK);
+        assertEquals(0 + 128 * 1024 + MIB, w.onRead(0, 128 * 1024));
+        long[] expected = {2, 4, 8, 16, 16};
+        for (int i = 0; i < expected.length; i++) {
+            long offset = (i + 1) * CHUNK;
+            long end = w.onRead(offset, 128 * 1024);
+            assertEquals(expected[i] * MIB, w.window());
+            assertEquals(offset + 128 * 1024 + expected[i] * MIB, end);
+        }
+    }
+
+    @Test
+    void aSeekBackOrAFarJumpResetsTheWindow() {
+        ReadaheadWindow w = new ReadaheadWindow(MIB, 64 * MIB, CHUNK);
+        w.onRead(0, 4096);
+        w.onRead(CHUNK, 4096);
+        w.onRead(2 * CHUNK, 4096);
+        assertEquals(4 * MIB, w.window());
+        w.onRead(0, 4096);
+        assertEquals(MIB, w.window());
+        w.onRead(CHUNK, 4096);
+        assertEquals(2 * MIB, w.window());
+        w.onRead(100 * CHUNK, 4096);
+        assertEquals(MIB, w.window());
+    }
+}

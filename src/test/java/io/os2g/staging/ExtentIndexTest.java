@@ -1,0 +1,183 @@
+package io.os2g.staging;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+@Tag("unit")
+class ExtentIndexTest {
+
+    private static final int PAGE = 64 * 1024;
+
+    @TempDir
+    Path tmp;
+
+    private StagingRegion region;
+
+    private ExtentIndex index(long capacity, Duration reserveTimeout) {
+        region = StagingRegion.create(new StagingConfig(tmp.resolve("staging"), capacity, PAGE, 4L * PAGE, reserveTimeout));
+        return new ExtentIndex(region);
+    }
+
+    @AfterEach
+    void close() {
+        if (region != null) {
+            region.close();
+        }
+    }
+
+    static byte[] pattern(int length, int seed) {
+        byte[] b = new byte[length];
+        for (int i = 0; i < length; i++) {
+            b[i] = (byte) (seed * 131 + i * 7 + (i >>> 11));
+        }
+        return b;
+    }
+
+    static StagedChunk stage(ExtentIndex index, ChunkKey key, String etag, byte[] body) throws IOException {
+        Reservation r = index.reserve(body.length);
+        r.fill(new ByteArrayInputStream(body));
+        return r.publish(key, etag);
+    }
+
+    static byte[] read(ExtentIndex index, StagedChunk chunk, long offset, int length) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment target = arena.allocate(length);
+            index.copyOut(chunk, offset, target, 0, length);
+            return target.toArray(ValueLayout.JAVA_BYTE);
+        }
+    }
+
+    @Test
+    void stagedBytesReadBackAcrossPageAndSegmentBoundaries() throws IOException {
+        ExtentIndex index = index(16L * PAGE, Duration.ofSeconds(1));
+        byte[] body = pattern(5 * PAGE + 123, 1); // spans two segments of 4 pages
+        ChunkKey key = new ChunkKey(7, 0);
+        stage(index, key, "e1", body);
+        StagedChunk chunk = index.acquire(key, "e1");
+        assertNotNull(chunk);
+        assertArrayEquals(body, read(index, chunk, 0, body.length));
+        byte[] middle = new byte[PAGE + 10];
+        System.arraycopy(body, PAGE - 5, middle, 0, middle.length);
+        assertArrayEquals(middle, read(index, chunk, PAGE - 5, middle.length));
+        index.release(chunk);
+    }
+
+    @Test
+    void aSmallFileTakesPagesNotAChunk() throws IOException {
+        ExtentIndex index = index(16L * PAGE, Duration.ofSeconds(1));
+        for (int i = 0; i < 8; i++) {
+            stage(index, new ChunkKey(i, 0), "e", pattern(125_000, i)); // two pages each
+        }
+        assertEquals(8, index.stagedChunks());
+        assertEquals(0, index.freeBytes());
+        assertEquals(0, index.evictions());
+    }
+
+    @Test
+    void anotherVersionIsAMiss() throws IOException {
+        ExtentIndex index = index(8L * PAGE, Duration.ofSeconds(1));
+        stage(index, new ChunkKey(1, 0), "old", pattern(100, 1));
+        assertNull(index.acquire(new ChunkKey(1, 0), "new"));
+        stage(index, new ChunkKey(1, 0), "new", pattern(100, 2));
+        StagedChunk chunk = index.acquire(new ChunkKey(1, 0), "new");
+        assertArrayEquals(pattern(100, 2), read(index, chunk, 0, 100));
+        index.release(chunk);
+        assertEquals(7L * PAGE, index.freeBytes()); // the replaced version's page came back
+    }
+
+    @Test
+    void evictionSkipsPinnedChunksAndSparesRecentlyReadOnes() throws IOException {
+        ExtentIndex index = index(4L * PAGE, Duration.ofMillis(200));
+        ChunkKey a = new ChunkKey(1, 0);
+        ChunkKey b = new ChunkKey(2, 0);
+        ChunkKey c = new ChunkKey(3, 0);
+        ChunkKey d = new ChunkKey(4, 0);
+        stage(index, a, "e", pattern(PAGE, 1));
+        stage(index, b, "e", pattern(PAGE, 2));
+        stage(index, c, "e", pattern(PAGE, 3));
+        stage(index, d, "e", pattern(PAGE, 4));
+        StagedChunk pinned = index.acquire(a, "e"); // pinned: must survive
+        index.release(index.acquire(b, "e")); // read once: gets a second chance
+        stage(index, new ChunkKey(5, 0), "e", pattern(PAGE, 5));
+        assertTrue(index.contains(a, "e"));
+        assertTrue(index.contains(b, "e"));
+        assertFalse(index.contains(c, "e"), "the oldest unreferenced, unpinned chunk goes first");
+        assertArrayEquals(pattern(PAGE, 1), read(index, pinned, 0, PAGE));
+        index.release(pinned);
+    }
+
+    @Test
+    void whenEveryPageIsPinnedReserveWaitsThenFailsInsteadOfHanging() throws IOException {
+        ExtentIndex index = index(2L * PAGE, Duration.ofMillis(300));
+        stage(index, new ChunkKey(1, 0), "e", pattern(2 * PAGE, 1));
+        StagedChunk pinned = index.acquire(new ChunkKey(1, 0), "e");
+        long t0 = System.nanoTime();
+        StagingException e = assertThrows(StagingException.class, () -> index.reserve(PAGE));
+        assertTrue(System.nanoTime() - t0 >= Duration.ofMillis(250).toNanos());
+        assertTrue(e.getMessage().contains("full"), e.getMessage());
+        index.release(pinned);
+        index.reserve(PAGE).cancel(); // space again once unpinned
+    }
+
+    @Test
+    void aChunkLargerThanTheRegionIsRefusedAtOnce() {
+        ExtentIndex index = index(2L * PAGE, Duration.ofSeconds(5));
+        assertThrows(StagingException.class, () -> index.reserve(3 * PAGE));
+    }
+
+    @Test
+    void aTruncatedBodyFailsTheFillAndCancelReturnsThePages() {
+        ExtentIndex index = index(4L * PAGE, Duration.ofSeconds(1));
+        Reservation r = index.reserve(PAGE + 1);
+        assertThrows(EOFException.class, () -> r.fill(new ByteArrayInputStream(new byte[PAGE])));
+        r.cancel();
+        assertEquals(4L * PAGE, index.freeBytes());
+    }
+
+    @Test
+    void stagingDirIs0700AndSegmentFiles0600AndCloseRemovesThem() throws IOException {
+        index(8L * PAGE, Duration.ofSeconds(1));
+        Path dir = tmp.resolve("staging");
+        assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(dir)));
+        assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(dir.resolve("segment-0000"))));
+        region.close();
+        region = null;
+        assertFalse(Files.exists(dir));
+    }
+
+    @Test
+    void aDeadOwnersStagingDirIsReclaimedAndALiveOnesIsRefused() throws IOException {
+        Path dir = Files.createDirectories(tmp.resolve("staging"));
+        Files.writeString(dir.resolve("owner.pid"), "999999999");
+        Files.writeString(dir.resolve("segment-0000"), "left by a crash");
+        index(8L * PAGE, Duration.ofSeconds(1));
+        assertEquals(Long.toString(ProcessHandle.current().pid()), Files.readString(dir.resolve("owner.pid")));
+        region.close();
+        region = null;
+
+        Files.createDirectories(dir);
+        Files.writeString(dir.resolve("owner.pid"), Long.toString(ProcessHandle.current().parent().orElseThrow().pid()));
+        StagingException e = assertThrows(StagingException.class, () -> index(8L * PAGE, Duration.ofSeconds(1)));
+        assertTrue(e.getMessage().contains("in use"), e.getMessage());
+    }
+}
