@@ -1,0 +1,144 @@
+package io.os2g.agent;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.os2g.namespace.Node;
+import io.os2g.staging.ChunkKey;
+import io.os2g.staging.ExtentIndex;
+import io.os2g.staging.StagedChunk;
+import io.os2g.staging.StagingConfig;
+import io.os2g.staging.StagingRegion;
+import io.os2g.store.MinioObjectStore;
+import io.os2g.store.StoreException;
+import io.os2g.support.S3Fixture;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.gaul.s3proxy.junit.S3ProxyExtension;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+@Tag("s3")
+class AgentTest {
+
+    private static final int CHUNK = 256 * 1024;
+
+    @RegisterExtension
+    final S3ProxyExtension proxy = S3Fixture.newProxy();
+
+    @TempDir
+    Path tmp;
+
+    private S3Fixture s3;
+    private MinioObjectStore store;
+    private StagingRegion region;
+    private ExtentIndex index;
+    private Agent agent;
+
+    @BeforeEach
+    void setUp() throws Exception {
+        s3 = new S3Fixture(proxy).bucket("data");
+        store = s3.store("data");
+        region = StagingRegion.create(StagingConfig.of(tmp.resolve("staging"), 8L << 20, Duration.ofSeconds(5)));
+        index = new ExtentIndex(region);
+        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8));
+    }
+
+    @AfterEach
+    void tearDown() {
+        agent.close();
+        store.close();
+        region.close();
+    }
+
+    private Node.File file(String key, int inode) {
+        var object = store.list("").objects().stream().filter(o -> o.key().equals(key)).findFirst().orElseThrow();
+        return new Node.File(inode, key, object.size(), object.etag(), object.lastModifiedMillis());
+    }
+
+    private byte[] staged(Node.File file, long chunk) {
+        StagedChunk c = index.acquire(new ChunkKey(file.inode(), chunk), file.etag());
+        assertNotNull(c, "chunk " + chunk + " not staged");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment target = arena.allocate(c.length());
+            index.copyOut(c, 0, target, 0, c.length());
+            return target.toArray(ValueLayout.JAVA_BYTE);
+        } finally {
+            index.release(c);
+        }
+    }
+
+    @Test
+    void concurrentReadersOfOneChunkShareOneGet() throws Exception {
+        byte[] body = S3Fixture.bytes(CHUNK, 3);
+        s3.put("data", "obj", body);
+        Node.File f = file("obj", 10);
+        long before = store.getCount();
+        List<CompletableFuture<Void>> reads = new ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            long h = agent.open(f);
+            reads.add(agent.read(h, i * 1000L, 100));
+        }
+        CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+        assertEquals(1, store.getCount() - before);
+        assertArrayEquals(body, staged(f, 0));
+    }
+
+    @Test
+    void aSmallObjectIsFetchedWholeOnFirstRead() throws Exception {
+        byte[] body = S3Fixture.bytes(125_000, 4);
+        s3.put("data", "img.jpg", body);
+        Node.File f = file("img.jpg", 11);
+        agent.read(agent.open(f), 0, 4096).get(10, TimeUnit.SECONDS);
+        assertArrayEquals(body, staged(f, 0));
+        assertEquals(125_000, agent.fetchedBytes());
+    }
+
+    @Test
+    void sequentialReadsStageChunksAheadOfTheReader() throws Exception {
+        byte[] body = S3Fixture.bytes(12 * CHUNK, 5);
+        s3.put("data", "big", body);
+        Node.File f = file("big", 12);
+        long h = agent.open(f);
+        for (int c = 0; c < 5; c++) {
+            agent.read(h, (long) c * CHUNK, 128 * 1024).get(10, TimeUnit.SECONDS);
+        }
+        // the window doubled from 64 KiB to its 1 MiB cap: the fifth read (chunk 4) reaches into chunk 8
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!index.contains(new ChunkKey(12, 8), f.etag()) && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertTrue(!index.contains(new ChunkKey(12, 9), f.etag()), "nothing staged beyond the window");
+        for (int c = 0; c <= 8; c++) {
+            byte[] expected = java.util.Arrays.copyOfRange(body, c * CHUNK, (c + 1) * CHUNK);
+            assertArrayEquals(expected, staged(f, c), "chunk " + c);
+        }
+    }
+
+    @Test
+    void anObjectChangedSinceOpenFailsTheReadWithEio() throws Exception {
+        s3.put("data", "obj", S3Fixture.bytes(1000, 1));
+        Node.File f = file("obj", 13);
+        s3.put("data", "obj", S3Fixture.bytes(1000, 2));
+        ExecutionException e = assertThrows(ExecutionException.class,
+                () -> agent.read(agent.open(f), 0, 1000).get(10, TimeUnit.SECONDS));
+        assertEquals(StoreException.Kind.CHANGED, assertInstanceOf(StoreException.class, e.getCause()).kind());
+        assertTrue(index.freeBytes() == index.capacityBytes(), "the failed fetch returned its pages");
+    }
+}

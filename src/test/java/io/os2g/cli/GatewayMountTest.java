@@ -1,0 +1,153 @@
+package io.os2g.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.os2g.host.MountTable;
+import io.os2g.support.S3Fixture;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+import org.gaul.s3proxy.junit.S3ProxyExtension;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A real FUSE mount of a real S3 server, read through the kernel with Java's file API. */
+@Tag("fuse")
+class GatewayMountTest {
+
+    private static final int CHUNK = 64 * 1024;
+
+    @RegisterExtension
+    final S3ProxyExtension proxy = S3Fixture.newProxy();
+
+    @TempDir
+    Path tmp;
+
+    private S3Fixture s3;
+    private Gateway gateway;
+    private Path mnt;
+    private Path staging;
+
+    private final byte[] small = S3Fixture.bytes(1000, 1);
+    private final byte[] crossing = S3Fixture.bytes(CHUNK + 17, 2);
+    private final byte[] multi = S3Fixture.bytes(5 * CHUNK + 3, 3);
+
+    @BeforeEach
+    void mount() throws Exception {
+        s3 = new S3Fixture(proxy).bucket("data");
+        s3.put("data", "train/empty.bin", new byte[0])
+                .put("data", "train/small.bin", small)
+                .put("data", "train/crossing.bin", crossing)
+                .put("data", "train/deep/multi.bin", multi)
+                .put("data", "odd name ü.txt", small);
+        mnt = Files.createDirectory(tmp.resolve("mnt"));
+        staging = tmp.resolve("staging");
+        Path credentials = tmp.resolve("credentials");
+        Files.writeString(credentials, "[default]\naws_access_key_id=" + S3Fixture.ACCESS_KEY
+                + "\naws_secret_access_key=" + S3Fixture.SECRET_KEY + "\n");
+        MountCommand command = new MountCommand();
+        command.source = "data";
+        command.mountPoint = mnt.toString();
+        command.endpoint = s3.endpoint().toString();
+        command.credentialsFile = credentials;
+        command.fileMode = "0444";
+        command.dirMode = "0555";
+        command.metadataTtl = "300";
+        command.stagingDir = staging;
+        command.stagingSize = "1M";
+        command.chunkSize = "64K";
+        command.maxReadahead = "256K";
+        command.maxFetches = 8;
+        command.requestTimeout = 5;
+        command.retries = 1;
+        MountConfig config = command.config();
+        gateway = Gateway.mount(config, new io.os2g.store.MinioObjectStore(config.store()));
+    }
+
+    @AfterEach
+    void unmount() {
+        if (gateway != null) {
+            gateway.close();
+        }
+    }
+
+    @Test
+    void filesReadBackByteForByte() throws Exception {
+        assertArrayEquals(new byte[0], Files.readAllBytes(mnt.resolve("train/empty.bin")));
+        assertArrayEquals(small, Files.readAllBytes(mnt.resolve("train/small.bin")));
+        assertArrayEquals(crossing, Files.readAllBytes(mnt.resolve("train/crossing.bin")));
+        assertArrayEquals(multi, Files.readAllBytes(mnt.resolve("train/deep/multi.bin")));
+        assertArrayEquals(small, Files.readAllBytes(mnt.resolve("odd name ü.txt")));
+        assertEquals(multi.length, Files.size(mnt.resolve("train/deep/multi.bin")));
+    }
+
+    @Test
+    void randomPreadsReturnTheRightBytes() throws Exception {
+        SplittableRandom random = new SplittableRandom(9);
+        try (FileChannel ch = FileChannel.open(mnt.resolve("train/deep/multi.bin"))) {
+            for (int i = 0; i < 200; i++) {
+                int offset = random.nextInt(multi.length);
+                int length = 1 + random.nextInt(3 * CHUNK);
+                ByteBuffer buffer = ByteBuffer.allocate(length);
+                int n = ch.read(buffer, offset);
+                int expected = Math.min(length, multi.length - offset);
+                assertEquals(expected, n);
+                byte[] want = java.util.Arrays.copyOfRange(multi, offset, offset + expected);
+                assertArrayEquals(want, java.util.Arrays.copyOf(buffer.array(), n));
+            }
+        }
+    }
+
+    @Test
+    void directoriesListWhatTheBucketHolds() throws Exception {
+        try (Stream<Path> list = Files.list(mnt.resolve("train"))) {
+            assertEquals(List.of("crossing.bin", "deep", "empty.bin", "small.bin"),
+                    list.map(p -> p.getFileName().toString()).sorted().toList());
+        }
+        assertTrue(Files.isDirectory(mnt.resolve("train/deep")));
+        assertEquals("r--r--r--", PosixFilePermissions.toString(Files.getPosixFilePermissions(mnt.resolve("train/small.bin"))));
+        assertEquals("r-xr-xr-x", PosixFilePermissions.toString(Files.getPosixFilePermissions(mnt.resolve("train"))));
+        assertTrue(Files.getFileStore(mnt).getTotalSpace() > 0);
+    }
+
+    @Test
+    void missingPathsAreEnoentAndWritesAreErofs() {
+        assertThrows(NoSuchFileException.class, () -> Files.readAllBytes(mnt.resolve("train/nope")));
+        assertErofs(() -> Files.writeString(mnt.resolve("new.txt"), "x"));
+        assertErofs(() -> Files.newByteChannel(mnt.resolve("train/small.bin"), StandardOpenOption.WRITE));
+        assertErofs(() -> Files.createDirectory(mnt.resolve("dir")));
+        assertErofs(() -> Files.delete(mnt.resolve("train/small.bin")));
+        assertErofs(() -> Files.move(mnt.resolve("train/small.bin"), mnt.resolve("train/moved.bin")));
+    }
+
+    private static void assertErofs(org.junit.jupiter.api.function.Executable write) {
+        FileSystemException e = assertThrows(FileSystemException.class, write);
+        assertTrue(String.valueOf(e.getReason()).contains("Read-only file system"), "reason: " + e.getReason());
+    }
+
+    @Test
+    void closingUnmountsAndRemovesTheStagingDir() throws Exception {
+        assertTrue(MountTable.isMountPoint(mnt));
+        assertTrue(Files.isDirectory(staging));
+        gateway.close();
+        gateway = null;
+        assertFalse(MountTable.isMountPoint(mnt));
+        assertFalse(Files.exists(staging));
+    }
+}

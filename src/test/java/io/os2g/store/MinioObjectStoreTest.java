@@ -1,0 +1,115 @@
+package io.os2g.store;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.os2g.Errno;
+import io.os2g.support.S3Fixture;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+import org.gaul.s3proxy.junit.S3ProxyExtension;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+@Tag("s3")
+class MinioObjectStoreTest {
+
+    @RegisterExtension
+    final S3ProxyExtension proxy = S3Fixture.newProxy();
+
+    private S3Fixture s3;
+
+    @BeforeEach
+    void setUp() throws Exception {
+        s3 = new S3Fixture(proxy).bucket("data");
+    }
+
+    @Test
+    void listsOneLevelWithSizesAndEtagsAcrossPages() throws Exception {
+        for (int i = 0; i < 1005; i++) {
+            s3.put("data", String.format("many/f%04d", i), new byte[i % 7]);
+        }
+        s3.put("data", "top.txt", new byte[3]).put("data", "many/sub/x", new byte[1]);
+        try (MinioObjectStore store = s3.store("data")) {
+            Listing root = store.list("");
+            assertEquals(List.of("many/"), root.commonPrefixes());
+            assertEquals("top.txt", root.objects().getFirst().key());
+            assertEquals(3, root.objects().getFirst().size());
+            Listing many = store.list("many/");
+            assertEquals(1005, many.objects().size()); // more than one page of 1000
+            assertEquals(List.of("many/sub/"), many.commonPrefixes());
+            assertFalse(many.objects().getFirst().etag().contains("\""));
+        }
+    }
+
+    @Test
+    void rangedReadReturnsExactlyTheRange() throws Exception {
+        byte[] body = S3Fixture.bytes(300_000, 1);
+        s3.put("data", "obj", body);
+        try (MinioObjectStore store = s3.store("data")) {
+            String etag = store.list("").objects().getFirst().etag();
+            byte[] got = new byte[1000];
+            store.read("obj", 123_456, 1000, etag, in -> assertEquals(1000, in.readNBytes(got, 0, 1000)));
+            byte[] expected = new byte[1000];
+            System.arraycopy(body, 123_456, expected, 0, 1000);
+            assertArrayEquals(expected, got);
+        }
+    }
+
+    @Test
+    void aChangedObjectFailsTheIfMatch() throws Exception {
+        s3.put("data", "obj", S3Fixture.bytes(1000, 1));
+        try (MinioObjectStore store = s3.store("data")) {
+            String etag = store.list("").objects().getFirst().etag();
+            s3.put("data", "obj", S3Fixture.bytes(1000, 2));
+            StoreException e = assertThrows(StoreException.class, () -> store.read("obj", 0, 10, etag, in -> in.readAllBytes()));
+            assertEquals(StoreException.Kind.CHANGED, e.kind());
+            assertEquals(Errno.EIO, e.errno());
+        }
+    }
+
+    @Test
+    void aMissingKeyIsEnoent() {
+        try (MinioObjectStore store = s3.store("data")) {
+            StoreException e = assertThrows(StoreException.class, () -> store.read("nope", 0, 1, "x", in -> in.readAllBytes()));
+            assertEquals(Errno.ENOENT, e.errno());
+        }
+    }
+
+    @Test
+    void probeTellsBadCredentialsAndMissingBucketsApart() {
+        try (MinioObjectStore store = new MinioObjectStore(s3.config("data", new Credentials(S3Fixture.ACCESS_KEY, "wrong", null)))) {
+            assertEquals(StoreException.Kind.BAD_CREDENTIALS, assertThrows(StoreException.class, () -> store.probe("")).kind());
+        }
+        try (MinioObjectStore store = s3.store("no-such-bucket")) {
+            assertEquals(StoreException.Kind.NO_SUCH_BUCKET, assertThrows(StoreException.class, () -> store.probe("")).kind());
+        }
+        try (MinioObjectStore store = s3.store("data")) {
+            store.probe("");
+        }
+    }
+
+    @Test
+    void anUnreachableEndpointFailsWithinTheDeadlineAfterBoundedRetries() throws Exception {
+        int port;
+        try (ServerSocket socket = new ServerSocket(0)) {
+            port = socket.getLocalPort();
+        }
+        StoreConfig config = new StoreConfig(URI.create("http://127.0.0.1:" + port), "us-east-1", "data",
+                Credentials.anonymous(), false, new RetryPolicy(3, Duration.ofMillis(10), Duration.ofMillis(50), Duration.ofSeconds(2)), 4);
+        try (MinioObjectStore store = new MinioObjectStore(config)) {
+            long t0 = System.nanoTime();
+            StoreException e = assertThrows(StoreException.class, () -> store.read("k", 0, 1, "e", in -> in.readAllBytes()));
+            assertEquals(StoreException.Kind.UNREACHABLE, e.kind());
+            assertEquals(2, store.retryCount());
+            assertTrue(Duration.ofNanos(System.nanoTime() - t0).compareTo(config.retry().deadline()) < 0);
+        }
+    }
+}

@@ -1,0 +1,70 @@
+package io.os2g.support;
+
+import io.minio.MakeBucketArgs;
+import io.minio.MinioClient;
+import io.minio.PutObjectArgs;
+import io.os2g.store.Credentials;
+import io.os2g.store.MinioObjectStore;
+import io.os2g.store.RetryPolicy;
+import io.os2g.store.StoreConfig;
+import java.io.ByteArrayInputStream;
+import java.net.URI;
+import java.time.Duration;
+import org.gaul.s3proxy.junit.S3ProxyExtension;
+
+/** Buckets and objects on the S3Proxy of a test, through the S3 API. */
+public final class S3Fixture {
+
+    public static final String ACCESS_KEY = "test-access";
+    public static final String SECRET_KEY = "test-secret";
+
+    private final S3ProxyExtension proxy;
+
+    public S3Fixture(S3ProxyExtension proxy) {
+        this.proxy = proxy;
+    }
+
+    public static S3ProxyExtension newProxy() {
+        return S3ProxyExtension.builder().withCredentials(ACCESS_KEY, SECRET_KEY).ignoreUnknownHeaders().build();
+    }
+
+    public URI endpoint() {
+        return proxy.getUri();
+    }
+
+    public MinioClient client() {
+        return MinioClient.builder().endpoint(endpoint().toString()).credentials(ACCESS_KEY, SECRET_KEY).build();
+    }
+
+    public S3Fixture bucket(String name) throws Exception {
+        client().makeBucket(MakeBucketArgs.builder().bucket(name).build());
+        return this;
+    }
+
+    public S3Fixture put(String bucket, String key, byte[] body) throws Exception {
+        client().putObject(PutObjectArgs.builder().bucket(bucket).object(key)
+                .stream(new ByteArrayInputStream(body), body.length, -1).build());
+        return this;
+    }
+
+    public StoreConfig config(String bucket) {
+        return config(bucket, new Credentials(ACCESS_KEY, SECRET_KEY, null));
+    }
+
+    public StoreConfig config(String bucket, Credentials credentials) {
+        return new StoreConfig(endpoint(), "us-east-1", bucket, credentials, false,
+                new RetryPolicy(3, Duration.ofMillis(10), Duration.ofMillis(100), Duration.ofSeconds(5)), 16);
+    }
+
+    public MinioObjectStore store(String bucket) {
+        return new MinioObjectStore(config(bucket));
+    }
+
+    /** Deterministic bytes for a test object. */
+    public static byte[] bytes(int length, int seed) {
+        byte[] b = new byte[length];
+        java.util.SplittableRandom random = new java.util.SplittableRandom(seed);
+        random.nextBytes(b);
+        return b;
+    }
+}
