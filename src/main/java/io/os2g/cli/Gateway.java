@@ -88,8 +88,9 @@ final class Gateway implements AutoCloseable {
         return agent;
     }
 
+    /** Idempotent; a second caller (signal hook and main thread both) waits until the first is done. */
     @Override
-    public void close() {
+    public synchronized void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }

@@ -124,7 +124,11 @@ final class MountCommand implements Callable<Integer> {
             throw e;
         }
         Gateway gateway = Gateway.mount(config, store);
-        Thread hook = new Thread(gateway::close, "os2g-shutdown");
+        // SIGINT/SIGTERM: unmount and clean up, then exit 0 (a clean unmount is success, not "killed by signal")
+        Thread hook = new Thread(() -> {
+            gateway.close();
+            Runtime.getRuntime().halt(0);
+        }, "os2g-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         gateway.awaitUnmount();
         gateway.close();

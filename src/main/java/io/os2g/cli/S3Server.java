@@ -36,13 +36,17 @@ final class S3Server implements AutoCloseable {
     }
 
     /**
+     * @param directory where the filesystem backend keeps the buckets; null for the in-memory backend,
+     *     which, unlike a file system, holds any key (a key {@code a} beside {@code a/}, {@code ..})
      * @param port TCP port on 127.0.0.1, or 0 for a free one
      * @param latencyMillis delay added to each GET, LIST and HEAD (0 for none)
      */
     static S3Server start(Path directory, int port, long latencyMillis) throws Exception {
         Properties backend = new Properties();
-        backend.setProperty("jclouds.filesystem.basedir", directory.toAbsolutePath().toString());
-        BlobStoreContext context = ContextBuilder.newBuilder("filesystem")
+        if (directory != null) {
+            backend.setProperty("jclouds.filesystem.basedir", directory.toAbsolutePath().toString());
+        }
+        BlobStoreContext context = ContextBuilder.newBuilder(directory != null ? "filesystem" : "transient")
                 .credentials(ACCESS_KEY, SECRET_KEY)
                 .overrides(backend)
                 .build(BlobStoreContext.class);

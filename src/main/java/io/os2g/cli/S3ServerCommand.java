@@ -13,8 +13,11 @@ import picocli.CommandLine.Option;
                 "Credentials: AWS_ACCESS_KEY_ID=" + S3Server.ACCESS_KEY + " AWS_SECRET_ACCESS_KEY=" + S3Server.SECRET_KEY + "."})
 final class S3ServerCommand implements Callable<Integer> {
 
-    @Option(names = "--dir", required = true, paramLabel = "DIR", description = "Directory whose sub-directories are the buckets.")
+    @Option(names = "--dir", paramLabel = "DIR", description = "Directory whose sub-directories are the buckets (filesystem backend).")
     Path dir;
+
+    @Option(names = "--memory", description = "Keep objects in memory instead (any key, even ones a file system cannot hold).")
+    boolean memory;
 
     @Option(names = "--port", defaultValue = "0", paramLabel = "PORT", description = "Port (default: a free one).")
     int port;
@@ -27,11 +30,16 @@ final class S3ServerCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        Files.createDirectories(dir);
-        if (bucket != null) {
-            Files.createDirectories(dir.resolve(bucket));
+        if (memory == (dir != null)) {
+            throw new UsageError("give exactly one of --dir DIR and --memory");
         }
-        try (S3Server server = S3Server.start(dir, port, latencyMs)) {
+        if (dir != null) {
+            Files.createDirectories(dir);
+        }
+        try (S3Server server = S3Server.start(memory ? null : dir, port, latencyMs)) {
+            if (bucket != null && !server.blobStore().containerExists(bucket)) {
+                server.blobStore().createContainerInLocation(null, bucket);
+            }
             // the one line scripts wait for
             System.out.println("endpoint " + server.endpoint());
             System.out.flush();

@@ -38,18 +38,17 @@ public final class DirectoryBuilder {
         String prefix = self.prefix();
         TreeMap<String, Node> entries = new TreeMap<>();
         for (String common : listing.commonPrefixes()) {
-            String raw = common.substring(prefix.length(), common.length() - 1);
-            Optional<EntryName> name = EntryName.parse(raw);
-            if (name.isEmpty()) {
-                warnOnce(common, "skipping prefix " + quote(common) + ": " + EntryName.problem(raw));
-                continue;
-            }
-            entries.put(name.get().value(), new Node.Dir(inodes.inodeOf(common), common));
+            addDirectory(entries, common);
         }
         for (ObjectSummary object : listing.objects()) {
             String raw = object.key().substring(prefix.length());
             if (raw.isEmpty()) {
                 continue; // the directory marker object itself
+            }
+            if (raw.indexOf('/') == raw.length() - 1) {
+                // a marker object "name/" that the server listed as an object, not as a common prefix
+                addDirectory(entries, object.key());
+                continue;
             }
             Optional<EntryName> name = EntryName.parse(raw);
             if (name.isEmpty()) {
@@ -65,6 +64,18 @@ public final class DirectoryBuilder {
                     object.size(), object.etag(), object.lastModifiedMillis()));
         }
         return new Directory(self, entries);
+    }
+
+    /** Adds the directory for {@code common}, a full prefix ending in {@code /}, one level below the listing. */
+    private void addDirectory(TreeMap<String, Node> entries, String common) {
+        String raw = common.substring(0, common.length() - 1);
+        raw = raw.substring(raw.lastIndexOf('/') + 1);
+        Optional<EntryName> name = EntryName.parse(raw);
+        if (name.isEmpty()) {
+            warnOnce(common, "skipping prefix " + quote(common) + ": " + EntryName.problem(raw));
+            return;
+        }
+        entries.put(name.get().value(), new Node.Dir(inodes.inodeOf(common), common));
     }
 
     private void warnOnce(String key, String message) {

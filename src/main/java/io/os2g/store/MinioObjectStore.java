@@ -139,14 +139,16 @@ public final class MinioObjectStore implements ObjectStore {
     public void read(String key, long offset, long length, String etag, BodyReader reader) {
         withRetries("get", key, () -> {
             gets.increment();
-            GetObjectArgs args = GetObjectArgs.builder()
+            GetObjectArgs.Builder args = GetObjectArgs.builder()
                     .bucket(config.bucket())
                     .object(key)
                     .offset(offset)
-                    .length(length)
-                    .matchETag(etag)
-                    .build();
-            try (GetObjectResponse body = client.getObject(args)) {
+                    .length(length);
+            if (!etag.isEmpty()) {
+                // a listing without ETags (some gateways) cannot pin the version; read what is there
+                args.matchETag(etag);
+            }
+            try (GetObjectResponse body = client.getObject(args.build())) {
                 reader.read(body);
             } catch (Exception e) {
                 throw classify(e, key + " [" + offset + ", +" + length + ")");

@@ -1,0 +1,95 @@
+"""Mistakes a user can make are refused before mounting: one clear line, exit code 2, no stack trace."""
+
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ACCESS_KEY, CREDENTIALS_ENV, Mount, mounted, run_os2g
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def mnt():
+    return Path(tempfile.mkdtemp(prefix="os2g-refuse-"))
+
+
+def refused(result, *words):
+    assert result.returncode == 2, result.stderr
+    lines = [l for l in result.stderr.strip().splitlines() if "building" not in l]
+    assert len(lines) == 1, result.stderr
+    assert "Exception" not in result.stderr and "\tat " not in result.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+def test_unreachable_endpoint(mnt):
+    r = run_os2g("mount", "data", str(mnt), "--endpoint", f"http://127.0.0.1:{free_port()}", env=CREDENTIALS_ENV)
+    refused(r, "cannot reach")
+    assert not mounted(mnt)
+
+
+def test_bad_credentials(s3, mnt):
+    s3.bucket("it-creds")
+    env = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": "wrong-secret"}
+    r = run_os2g("mount", "it-creds", str(mnt), "--endpoint", s3.endpoint, env=env)
+    line = refused(r, "credentials rejected")
+    assert "wrong-secret" not in line
+
+
+def test_missing_bucket(s3, mnt):
+    r = run_os2g("mount", "no-such-bucket", str(mnt), "--endpoint", s3.endpoint, env=CREDENTIALS_ENV)
+    refused(r, "does not exist")
+
+
+def test_malformed_endpoint(mnt):
+    refused(run_os2g("mount", "data", str(mnt), "--endpoint", "not a url"), "--endpoint")
+    refused(run_os2g("mount", "data", str(mnt), "--endpoint", "ftp://host"), "--endpoint")
+
+
+def test_mountpoint_missing_or_not_a_directory(s3, mnt):
+    refused(run_os2g("mount", "data", str(mnt / "missing"), "--endpoint", s3.endpoint), "does not exist")
+    f = mnt / "file"
+    f.write_text("x")
+    refused(run_os2g("mount", "data", str(f), "--endpoint", s3.endpoint), "not a directory")
+
+
+def test_mountpoint_already_a_mount(s3):
+    s3.bucket("it-busy", {"a": b"1"})
+    m = Mount(s3, "it-busy")
+    try:
+        r = run_os2g("mount", "it-busy", str(m.path), "--endpoint", s3.endpoint, env=CREDENTIALS_ENV)
+        refused(r, "already a mount")
+    finally:
+        assert m.stop() == 0
+
+
+def test_staging_size_below_one_chunk(s3, mnt):
+    r = run_os2g("mount", "data", str(mnt), "--endpoint", s3.endpoint, "--staging-size", "1M", "--chunk-size", "8M")
+    refused(r, "--staging-size")
+
+
+def test_unknown_option(mnt):
+    r = run_os2g("mount", "data", str(mnt), "--no-such-option")
+    assert r.returncode == 2
+    assert "no-such-option" in r.stderr and "Exception" not in r.stderr
+
+
+def test_secret_never_on_the_command_line_or_in_logs(s3):
+    s3.bucket("it-secret", {"a": b"1"})
+    m = Mount(s3, "it-secret", ["--debug"])
+    try:
+        with open(f"/proc/{m.proc.pid}/cmdline", "rb") as f:
+            assert b"os2g-demo-secret" not in f.read()
+        (m.path / "a").read_bytes()
+    finally:
+        assert m.stop() == 0
+    assert "os2g-demo-secret" not in m.output()
