@@ -19,6 +19,7 @@ public final class S3Fixture {
     public static final String SECRET_KEY = "test-secret";
 
     private final S3ProxyExtension proxy;
+    private MinioClient client;
 
     public S3Fixture(S3ProxyExtension proxy) {
         this.proxy = proxy;
@@ -32,8 +33,12 @@ public final class S3Fixture {
         return proxy.getUri();
     }
 
-    public MinioClient client() {
-        return MinioClient.builder().endpoint(endpoint().toString()).credentials(ACCESS_KEY, SECRET_KEY).build();
+    /** One client per fixture: building one parses the CA bundle of SSL_CERT_FILE, which is slow. */
+    public synchronized MinioClient client() {
+        if (client == null) {
+            client = MinioClient.builder().endpoint(endpoint().toString()).credentials(ACCESS_KEY, SECRET_KEY).build();
+        }
+        return client;
     }
 
     public S3Fixture bucket(String name) throws Exception {

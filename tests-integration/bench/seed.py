@@ -1,0 +1,63 @@
+"""Seeds the benchmark bucket through the S3 API, deterministically; skips it when a manifest object
+says the same dataset is already there.
+
+    seed.py ENDPOINT BUCKET SMALL_FILES LARGE_FILES LARGE_MIB TREE_OBJECTS
+"""
+
+import hashlib
+import json
+import random
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import boto3
+from botocore.config import Config
+
+
+def main():
+    endpoint, bucket = sys.argv[1], sys.argv[2]
+    small, large, large_mib, tree = map(int, sys.argv[3:7])
+    spec = {"small": small, "large": large, "large_mib": large_mib, "tree": tree, "version": 1}
+    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="os2g-demo",
+                      aws_secret_access_key="os2g-demo-secret", region_name="us-east-1",
+                      config=Config(max_pool_connections=32, retries={"max_attempts": 5}))
+    try:
+        s3.head_bucket(Bucket=bucket)
+        manifest = json.loads(s3.get_object(Bucket=bucket, Key="manifest.json")["Body"].read())
+        if manifest == spec:
+            print("dataset already seeded", file=sys.stderr)
+            return
+    except Exception:
+        pass
+    try:
+        s3.create_bucket(Bucket=bucket)
+    except Exception:
+        pass
+    rng = random.Random(42)
+    objects = []
+    for i in range(small):
+        objects.append((f"small/class_{i % 10:02d}/img_{i:05d}.jpg", 80_000 + rng.randrange(90_000), i))
+    for i in range(tree):
+        objects.append((f"tree/d{i // 1000:02d}/s{(i // 100) % 10}/f{i:05d}.bin", 64, 10**6 + i))
+
+    def body(size, seed):
+        block = hashlib.sha256(str(seed).encode()).digest() * 2048  # 64 KiB
+        return (block * (size // len(block) + 1))[:size]
+
+    def put(item):
+        key, size, seed = item
+        s3.put_object(Bucket=bucket, Key=key, Body=body(size, seed))
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(put, objects))
+    chunk = body(1 << 20, 7)
+    for i in range(large):
+        import io
+        data = io.BytesIO(chunk * large_mib)
+        s3.upload_fileobj(data, bucket, f"large/shard-{i}.bin")
+    s3.put_object(Bucket=bucket, Key="manifest.json", Body=json.dumps(spec).encode())
+    print(f"seeded {small} small, {large} x {large_mib} MiB, {tree} tree objects", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Benchmark workloads, run against a mounted directory. Each prints one JSON line with its numbers and
+the gateway process's CPU seconds (utime + stime from /proc) and peak RSS (VmHWM) over the run.
+
+    workloads.py MOUNT GATEWAY_PID WORKLOAD [--readers N]
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from multiprocessing import Pool
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def peak_rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def read_whole(paths):
+    total = 0
+    for p in paths:
+        with open(p, "rb", buffering=0) as f:
+            while True:
+                b = f.read(1 << 20)
+                if not b:
+                    break
+                total += len(b)
+    return total
+
+
+def files_under(root):
+    out = []
+    for d, _, names in os.walk(root):
+        out.extend(os.path.join(d, n) for n in names)
+    return sorted(out)
+
+
+def parallel_read(paths, readers):
+    shards = [paths[i::readers] for i in range(readers)]
+    with Pool(readers) as pool:
+        t0 = time.perf_counter()
+        total = sum(pool.map(read_whole, shards))
+        return total, time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mount")
+    ap.add_argument("pid", type=int)
+    ap.add_argument("workload", choices=["small", "sequential", "walk", "ttfb"])
+    ap.add_argument("--readers", type=int, default=4)
+    ap.add_argument("--epochs", type=int, default=1)
+    a = ap.parse_args()
+
+    result = {"workload": a.workload, "readers": a.readers}
+    if a.workload == "small":
+        paths = files_under(os.path.join(a.mount, "small"))
+        random.Random(1).shuffle(paths)
+        epochs = []
+        for epoch in range(a.epochs):
+            cpu0 = cpu_seconds(a.pid)
+            total, seconds = parallel_read(paths, a.readers)
+            epochs.append({"epoch": epoch + 1, "files": len(paths), "bytes": total, "seconds": seconds,
+                           "files_per_s": len(paths) / seconds, "mb_per_s": total / 1e6 / seconds,
+                           "gateway_cpu_s": cpu_seconds(a.pid) - cpu0})
+            random.Random(epoch + 2).shuffle(paths)
+        result["epochs"] = epochs
+    elif a.workload == "sequential":
+        paths = files_under(os.path.join(a.mount, "large"))[: a.readers]
+        cpu0 = cpu_seconds(a.pid)
+        total, seconds = parallel_read(paths, a.readers)
+        result.update(files=len(paths), bytes=total, seconds=seconds, mb_per_s=total / 1e6 / seconds,
+                      gateway_cpu_s=cpu_seconds(a.pid) - cpu0)
+    elif a.workload == "walk":
+        cpu0 = cpu_seconds(a.pid)
+        t0 = time.perf_counter()
+        count = 0
+        for d, _, names in os.walk(os.path.join(a.mount, "tree")):
+            for n in names:
+                os.stat(os.path.join(d, n))
+                count += 1
+        result.update(objects=count, seconds=time.perf_counter() - t0, gateway_cpu_s=cpu_seconds(a.pid) - cpu0)
+    elif a.workload == "ttfb":
+        path = files_under(os.path.join(a.mount, "large"))[-1]
+        t0 = time.perf_counter()
+        with open(path, "rb", buffering=0) as f:
+            f.read(4096)
+        result.update(seconds=time.perf_counter() - t0)
+    result["gateway_peak_rss_bytes"] = peak_rss_bytes(a.pid)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
