@@ -88,7 +88,8 @@ class Mount:
         self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
                                      env={**os.environ, **CREDENTIALS_ENV, **(env or {})})
         deadline = time.time() + 90
-        while not mounted(self.path):
+        # usable as soon as the kernel lists it; "mounted" in the log once os2g has finished its own checks
+        while not (mounted(self.path) and " mounted " in self.output()):
             if self.proc.poll() is not None:
                 raise RuntimeError(f"os2g mount exited with {self.proc.returncode}: {self.output()}")
             if time.time() > deadline:

@@ -18,10 +18,10 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-for p in fuse3 libfuse2 python3-numpy python3-boto3; do
+for p in fuse3 python3-numpy python3-boto3; do
   if ! dpkg -s "$p" >/dev/null 2>&1; then
     [ "$(id -u)" = 0 ] || { echo "missing $p: sudo apt-get install $p" >&2; exit 1; }
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 libfuse2 python3-numpy python3-boto3 >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 python3-numpy python3-boto3 >/dev/null
     break
   fi
 done

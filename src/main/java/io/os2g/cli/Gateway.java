@@ -11,7 +11,6 @@ import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
 import io.os2g.staging.StagingRegion;
 import io.os2g.store.MinioObjectStore;
-import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,7 +23,6 @@ import org.slf4j.LoggerFactory;
 final class Gateway implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(Gateway.class);
-    private static final Duration MOUNT_TIMEOUT = Duration.ofSeconds(30);
 
     private final MountConfig config;
     private final MinioObjectStore store;
@@ -33,6 +31,7 @@ final class Gateway implements AutoCloseable {
     private final Agent agent;
     private final AgentLink link;
     private final ReadMetrics metrics = new ReadMetrics();
+    private final Os2gFileSystem fs;
     private final FuseMount mount;
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -45,9 +44,9 @@ final class Gateway implements AutoCloseable {
             Namespace namespace = new Namespace(store, config.prefix(), config.metadataTtl());
             this.agent = new Agent(store, index, config.agent());
             this.link = new InProcessLink(agent);
-            Os2gFileSystem fs = new Os2gFileSystem(namespace, index, link,
-                    new ChunkLayout(config.agent().chunkSize()), config.fs(), metrics);
-            this.mount = new FuseMount(fs, config.mountPoint(), config.fuseOptions());
+            this.fs = new Os2gFileSystem(namespace, index, link,
+                    new ChunkLayout(config.agent().chunkSize()), config.fs(), metrics, FuseMount.errnos());
+            this.mount = new FuseMount(config.mountPoint(), config.fuseOptions());
         } catch (RuntimeException e) {
             region.close();
             throw e;
@@ -58,7 +57,7 @@ final class Gateway implements AutoCloseable {
     static Gateway mount(MountConfig config, MinioObjectStore store) {
         Gateway gateway = new Gateway(config, store);
         try {
-            gateway.mount.start(MOUNT_TIMEOUT);
+            gateway.mount.start(gateway.fs);
         } catch (RuntimeException e) {
             gateway.close();
             throw e;

@@ -196,10 +196,11 @@ final class MountCommand implements Callable<Integer> {
         options.add("fsname=" + (fsname != null ? fsname : "os2g:" + source).replace(",", "_"));
         options.add("subtype=os2g");
         options.add("default_permissions");
-        options.add("use_ino");
         options.add("attr_timeout=" + ttlSeconds);
         options.add("entry_timeout=" + ttlSeconds);
         options.add("negative_timeout=" + ttlSeconds);
+        // keep the page cache across opens unless getattr shows a new mtime or size (a new object version)
+        options.add("auto_cache");
         for (String o : fuseOptions) {
             String option = o.strip();
             if (!option.isEmpty() && !option.equals("ro") && !options.contains(option)) {

@@ -3,8 +3,6 @@ package io.os2g.cli;
 import io.os2g.host.MountTable;
 import io.os2g.store.ObjectStore;
 import io.os2g.store.StoreException;
-import java.lang.foreign.Arena;
-import java.lang.foreign.SymbolLookup;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
@@ -55,12 +53,10 @@ final class Preflight {
         if (!Files.exists(Path.of("/dev/fuse"))) {
             throw new UsageError("/dev/fuse is missing: load the module (modprobe fuse), or give a container --device /dev/fuse --cap-add SYS_ADMIN");
         }
-        try (Arena arena = Arena.ofConfined()) {
-            SymbolLookup.libraryLookup("libfuse.so.2", arena);
-        } catch (IllegalArgumentException e) {
-            throw new UsageError("libfuse 2 (libfuse.so.2) is not installed: apt-get install fuse3 libfuse2 (Debian/Ubuntu) or dnf install fuse fuse-libs (Fedora/RHEL)");
+        if (io.os2g.host.LibFuse.find().isEmpty()) {
+            throw new UsageError("libfuse 3 (libfuse3.so.3) is not installed: apt-get install fuse3 (Debian/Ubuntu) or dnf install fuse3-libs (Fedora/RHEL)");
         }
-        if (!onPath("fusermount") && !onPath("fusermount3")) {
+        if (!onPath("fusermount3") && !onPath("fusermount")) {
             throw new UsageError("fusermount is not installed: apt-get install fuse3 (Debian/Ubuntu) or dnf install fuse3 (Fedora/RHEL)");
         }
     }

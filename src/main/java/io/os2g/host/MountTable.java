@@ -1,19 +1,40 @@
 package io.os2g.host;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 
-/** The kernel's view of what is mounted where ({@code /proc/self/mountinfo}). */
+/**
+ * The kernel's view of what is mounted where ({@code /proc/self/mountinfo}), and a way to sleep until
+ * it changes: poll(2) on mountinfo wakes with POLLPRI on every mount or unmount, so waiting for an
+ * unmount costs no CPU.
+ */
 public final class MountTable {
 
     private static final Path MOUNTINFO = Path.of("/proc/self/mountinfo");
+    private static final short POLLPRI = 0x2;
+    private static final short POLLERR = 0x8;
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final MethodHandle OPEN = libc("open", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+    private static final MethodHandle POLL = libc("poll", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+    private static final MethodHandle CLOSE = libc("close", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
 
     private MountTable() {
     }
 
-    /** Whether something is mounted exactly at {@code path} (an absolute, normalised path). */
+    private static MethodHandle libc(String name, FunctionDescriptor descriptor) {
+        return LINKER.downcallHandle(LINKER.defaultLookup().find(name).orElseThrow(), descriptor);
+    }
+
+    /** Whether something is mounted exactly at {@code path}. */
     public static boolean isMountPoint(Path path) {
         return fsTypeAt(path) != null;
     }
@@ -36,6 +57,38 @@ public final class MountTable {
             return null;
         }
         return type;
+    }
+
+    /** Blocks until nothing is mounted at {@code path} any more. */
+    public static void awaitUnmounted(Path path) throws InterruptedException {
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = (int) OPEN.invokeExact(arena.allocateFrom(MOUNTINFO.toString()), 0 /* O_RDONLY */);
+            if (fd < 0) {
+                throw new IllegalStateException("cannot open " + MOUNTINFO);
+            }
+            try {
+                MemorySegment pollfd = arena.allocate(8, 4);
+                while (isMountPoint(path)) {
+                    if (Thread.interrupted()) {
+                        throw new InterruptedException();
+                    }
+                    pollfd.set(ValueLayout.JAVA_INT, 0, fd);
+                    pollfd.set(ValueLayout.JAVA_SHORT, 4, (short) (POLLPRI | POLLERR));
+                    pollfd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
+                    // a timeout only as a safety net: the mount table's event wakes it first
+                    int ready = (int) POLL.invokeExact(pollfd, 1L, 60_000);
+                    if (ready < 0) {
+                        Thread.sleep(100); // EINTR
+                    }
+                }
+            } finally {
+                int ignored = (int) CLOSE.invokeExact(fd);
+            }
+        } catch (InterruptedException | RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("waiting on " + MOUNTINFO + " failed", t);
+        }
     }
 
     /** mountinfo escapes space, tab, newline and backslash as octal. */

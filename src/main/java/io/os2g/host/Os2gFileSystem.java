@@ -12,16 +12,17 @@ import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.EnumSet;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import jnr.ffi.Pointer;
-import jnr.ffi.Struct;
-import ru.serce.jnrfuse.FuseFillDir;
-import ru.serce.jnrfuse.FuseStubFS;
-import ru.serce.jnrfuse.struct.FileStat;
-import ru.serce.jnrfuse.struct.FuseFileInfo;
-import ru.serce.jnrfuse.struct.Statvfs;
-import ru.serce.jnrfuse.struct.Timespec;
+import org.cryptomator.jfuse.api.DirFiller;
+import org.cryptomator.jfuse.api.FileInfo;
+import org.cryptomator.jfuse.api.FuseOperations;
+import org.cryptomator.jfuse.api.Stat;
+import org.cryptomator.jfuse.api.Statvfs;
+import org.cryptomator.jfuse.api.TimeSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,7 +30,7 @@ import org.slf4j.LoggerFactory;
  * The FUSE operations of a mount. Metadata comes from the namespace, reads from the staging region
  * through {@link StagedReader}; every operation that would change the tree answers EROFS.
  */
-public final class Os2gFileSystem extends FuseStubFS {
+public final class Os2gFileSystem implements FuseOperations {
 
     private static final Logger LOG = LoggerFactory.getLogger(Os2gFileSystem.class);
 
@@ -38,8 +39,6 @@ public final class Os2gFileSystem extends FuseStubFS {
     private static final int W_OK = 2;
     /** The preferred I/O size: the largest read the kernel sends a libfuse 2 file system. */
     private static final int BLOCK_SIZE = 128 * 1024;
-    /** keep_cache is bit 1 of the bit-field word just before {@code fh} in libfuse 2's fuse_file_info. */
-    private static final int KEEP_CACHE_BIT = 1 << 1;
 
     private final Namespace namespace;
     private final AgentLink link;
@@ -47,11 +46,13 @@ public final class Os2gFileSystem extends FuseStubFS {
     private final ReadMetrics metrics;
     private final StagedReader reader;
     private final ConcurrentHashMap<Long, OpenHandle> handles = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<Long, String> lastOpenedVersion = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
 
+    private final org.cryptomator.jfuse.api.Errno errnos;
+
     public Os2gFileSystem(Namespace namespace, ExtentIndex index, AgentLink link, ChunkLayout layout,
-                          FsConfig config, ReadMetrics metrics) {
+                          FsConfig config, ReadMetrics metrics, org.cryptomator.jfuse.api.Errno errnos) {
+        this.errnos = errnos;
         this.namespace = namespace;
         this.link = link;
         this.config = config;
@@ -60,7 +61,22 @@ public final class Os2gFileSystem extends FuseStubFS {
     }
 
     @Override
-    public int getattr(String path, FileStat stat) {
+    public org.cryptomator.jfuse.api.Errno errno() {
+        return errnos;
+    }
+
+    @Override
+    public Set<Operation> supportedOperations() {
+        return EnumSet.of(Operation.GET_ATTR, Operation.READ_DIR, Operation.OPEN, Operation.READ, Operation.RELEASE,
+                Operation.STATFS, Operation.ACCESS, Operation.GET_XATTR, Operation.LIST_XATTR,
+                // refused with EROFS (the mount is also "ro", so the kernel rarely asks)
+                Operation.WRITE, Operation.CREATE, Operation.MKDIR, Operation.UNLINK, Operation.RMDIR,
+                Operation.SYMLINK, Operation.RENAME, Operation.CHMOD, Operation.CHOWN,
+                Operation.TRUNCATE, Operation.UTIMENS, Operation.SET_XATTR, Operation.REMOVE_XATTR);
+    }
+
+    @Override
+    public int getattr(String path, Stat stat, FileInfo fi) {
         try {
             fill(namespace.resolve(path), stat);
             return 0;
@@ -69,47 +85,49 @@ public final class Os2gFileSystem extends FuseStubFS {
         }
     }
 
-    private void fill(Node node, FileStat stat) {
-        stat.st_ino.set(node.inode());
-        stat.st_uid.set(config.uid());
-        stat.st_gid.set(config.gid());
-        stat.st_blksize.set(BLOCK_SIZE);
+    private void fill(Node node, Stat stat) {
+        stat.setUid(config.uid());
+        stat.setGid(config.gid());
         switch (node) {
             case Node.Dir dir -> {
-                stat.st_mode.set(FileStat.S_IFDIR | config.dirMode());
+                stat.setMode(Stat.S_IFDIR | config.dirMode());
                 // 1, as btrfs does: "unknown", so find(1) does not skip sub-directories, and no listing per stat
-                stat.st_nlink.set(1);
-                stat.st_size.set(BLOCK_SIZE / 32);
+                stat.setNLink((short) 1);
+                stat.setSize(BLOCK_SIZE / 32);
                 setTimes(stat, config.mountTimeMillis());
+                StatFields.set(stat, BLOCK_SIZE, 0);
             }
             case Node.File file -> {
-                stat.st_mode.set(FileStat.S_IFREG | config.fileMode());
-                stat.st_nlink.set(1);
-                stat.st_size.set(file.size());
-                stat.st_blocks.set((file.size() + 511) / 512);
+                stat.setMode(Stat.S_IFREG | config.fileMode());
+                stat.setNLink((short) 1);
+                stat.setSize(file.size());
                 setTimes(stat, file.mtimeMillis());
+                StatFields.set(stat, BLOCK_SIZE, (file.size() + 511) / 512);
             }
         }
     }
 
-    private static void setTimes(FileStat stat, long millis) {
-        for (Timespec t : new Timespec[] {stat.st_atim, stat.st_mtim, stat.st_ctim}) {
-            t.tv_sec.set(Math.floorDiv(millis, 1000));
-            t.tv_nsec.set(Math.floorMod(millis, 1000) * 1_000_000L);
+    private static void setTimes(Stat stat, long millis) {
+        for (TimeSpec t : new TimeSpec[] {stat.aTime(), stat.mTime(), stat.cTime()}) {
+            t.set(java.time.Instant.ofEpochMilli(millis));
         }
     }
 
     @Override
-    public int readdir(String path, Pointer buf, FuseFillDir filler, long offset, FuseFileInfo fi) {
+    public int readdir(String path, DirFiller filler, long offset, FileInfo fi, int flags) {
         try {
             if (!(namespace.resolve(path) instanceof Node.Dir dir)) {
                 return -Errno.ENOTDIR;
             }
             Directory listing = namespace.list(dir);
-            filler.apply(buf, ".", null, 0);
-            filler.apply(buf, "..", null, 0);
-            for (String name : listing.entries().keySet()) {
-                if (filler.apply(buf, name, null, 0) != 0) {
+            // readdirplus: attributes travel with the names, so a walk needs no lookup per entry
+            boolean plus = (flags & FuseOperations.FUSE_READDIR_PLUS) != 0;
+            int fillFlags = plus ? DirFiller.FUSE_FILL_DIR_PLUS : 0;
+            filler.fill(".", stat -> fill(dir, stat), 0, fillFlags);
+            filler.fill("..", stat -> { }, 0, 0);
+            for (var entry : listing.entries().entrySet()) {
+                Node node = entry.getValue();
+                if (filler.fill(entry.getKey(), plus ? stat -> fill(node, stat) : stat -> { }, 0, fillFlags) != 0) {
                     break;
                 }
             }
@@ -120,9 +138,9 @@ public final class Os2gFileSystem extends FuseStubFS {
     }
 
     @Override
-    public int open(String path, FuseFileInfo fi) {
+    public int open(String path, FileInfo fi) {
         try {
-            if ((fi.flags.get() & O_ACCMODE) != 0) {
+            if ((fi.getFlags() & O_ACCMODE) != 0) {
                 return -Errno.EROFS;
             }
             Node node = namespace.resolve(path);
@@ -132,33 +150,27 @@ public final class Os2gFileSystem extends FuseStubFS {
             long agentHandle = link.open(new OpenRequest(file.inode(), file.key(), file.etag(), file.size()));
             long fh = nextHandle.getAndIncrement();
             handles.put(fh, new OpenHandle(file, agentHandle));
-            fi.fh.set(fh);
-            // the kernel may keep its page cache for this inode only while the version is unchanged
-            String previous = lastOpenedVersion.put(file.inode(), file.etag());
-            if (previous == null || previous.equals(file.etag())) {
-                setKeepCache(fi);
-            }
+            fi.setFh(fh);
+            // the page cache survives this open while the version is unchanged: the auto_cache mount
+            // option keeps it unless getattr reports a new mtime or size (a new object version)
             return 0;
         } catch (RuntimeException e) {
             return fail("open", path, e);
         }
     }
 
-    private static void setKeepCache(FuseFileInfo fi) {
-        Pointer memory = Struct.getMemory(fi);
-        long bits = fi.fh.offset() - 4;
-        memory.putInt(bits, memory.getInt(bits) | KEEP_CACHE_BIT);
-    }
-
     @Override
-    public int read(String path, Pointer buf, long size, long offset, FuseFileInfo fi) {
-        OpenHandle handle = handles.get(fi.fh.get());
+    public int read(String path, ByteBuffer buf, long size, long offset, FileInfo fi) {
+        OpenHandle handle = handles.get(fi.getFh());
         if (handle == null) {
             return -Errno.EBADF;
         }
         try {
-            MemorySegment target = MemorySegment.ofAddress(buf.address()).reinterpret(size);
-            return reader.read(handle, target, size, offset);
+            // the kernel's buffer, native memory: copies into it are memcpy from the staging segment
+            MemorySegment target = MemorySegment.ofBuffer(buf);
+            int n = reader.read(handle, target, Math.min(size, buf.remaining()), offset);
+            buf.position(buf.position() + n);
+            return n;
         } catch (RuntimeException e) {
             metrics.error();
             return fail("read", path, e);
@@ -166,8 +178,8 @@ public final class Os2gFileSystem extends FuseStubFS {
     }
 
     @Override
-    public int release(String path, FuseFileInfo fi) {
-        OpenHandle handle = handles.remove(fi.fh.get());
+    public int release(String path, FileInfo fi) {
+        OpenHandle handle = handles.remove(fi.getFh());
         if (handle != null) {
             link.release(handle.agentHandle());
         }
@@ -176,16 +188,13 @@ public final class Os2gFileSystem extends FuseStubFS {
 
     @Override
     public int statfs(String path, Statvfs stbuf) {
-        stbuf.f_bsize.set(BLOCK_SIZE);
-        stbuf.f_frsize.set(BLOCK_SIZE);
+        stbuf.setBsize(BLOCK_SIZE);
+        stbuf.setFrsize(BLOCK_SIZE);
         // an object store has no fixed size; report a large one with nothing free (read-only)
-        stbuf.f_blocks.set(1L << 33);
-        stbuf.f_bfree.set(0);
-        stbuf.f_bavail.set(0);
-        stbuf.f_files.set(Math.max(1, namespace.knownInodes()));
-        stbuf.f_ffree.set(0);
-        stbuf.f_favail.set(0);
-        stbuf.f_namemax.set(EntryName.NAME_MAX);
+        stbuf.setBlocks(1L << 33);
+        stbuf.setBfree(0);
+        stbuf.setBavail(0);
+        stbuf.setNameMax(EntryName.NAME_MAX);
         return 0;
     }
 
@@ -203,34 +212,29 @@ public final class Os2gFileSystem extends FuseStubFS {
     }
 
     @Override
-    public int getxattr(String path, String name, Pointer value, long size) {
+    public int getxattr(String path, String name, ByteBuffer value) {
         return -Errno.ENODATA;
     }
 
     @Override
-    public int listxattr(String path, Pointer list, long size) {
+    public int listxattr(String path, ByteBuffer list) {
         return 0;
     }
 
     // Everything below would change the tree: a read-only mount refuses it.
 
     @Override
-    public int write(String path, Pointer buf, long size, long offset, FuseFileInfo fi) {
+    public int write(String path, ByteBuffer buf, long size, long offset, FileInfo fi) {
         return -Errno.EROFS;
     }
 
     @Override
-    public int create(String path, long mode, FuseFileInfo fi) {
+    public int create(String path, int mode, FileInfo fi) {
         return -Errno.EROFS;
     }
 
     @Override
-    public int mknod(String path, long mode, long rdev) {
-        return -Errno.EROFS;
-    }
-
-    @Override
-    public int mkdir(String path, long mode) {
+    public int mkdir(String path, int mode) {
         return -Errno.EROFS;
     }
 
@@ -250,52 +254,37 @@ public final class Os2gFileSystem extends FuseStubFS {
     }
 
     @Override
-    public int rename(String oldpath, String newpath) {
+    public int rename(String oldpath, String newpath, int flags) {
         return -Errno.EROFS;
     }
 
     @Override
-    public int link(String oldpath, String newpath) {
+    public int chmod(String path, int mode, FileInfo fi) {
         return -Errno.EROFS;
     }
 
     @Override
-    public int chmod(String path, long mode) {
+    public int chown(String path, int uid, int gid, FileInfo fi) {
         return -Errno.EROFS;
     }
 
     @Override
-    public int chown(String path, long uid, long gid) {
+    public int truncate(String path, long size, FileInfo fi) {
         return -Errno.EROFS;
     }
 
     @Override
-    public int truncate(String path, long size) {
+    public int utimens(String path, TimeSpec atime, TimeSpec mtime, FileInfo fi) {
         return -Errno.EROFS;
     }
 
     @Override
-    public int ftruncate(String path, long size, FuseFileInfo fi) {
-        return -Errno.EROFS;
-    }
-
-    @Override
-    public int utimens(String path, Timespec[] timespec) {
-        return -Errno.EROFS;
-    }
-
-    @Override
-    public int setxattr(String path, String name, Pointer value, long size, int flags) {
+    public int setxattr(String path, String name, ByteBuffer value, int flags) {
         return -Errno.EROFS;
     }
 
     @Override
     public int removexattr(String path, String name) {
-        return -Errno.EROFS;
-    }
-
-    @Override
-    public int fallocate(String path, int mode, long off, long length, FuseFileInfo fi) {
         return -Errno.EROFS;
     }
 

@@ -1,5 +1,5 @@
 /**
- * The host shim: the jnr-fuse file system that the kernel calls.
+ * The host shim: the FUSE file system that the kernel calls (libfuse 3 through jfuse, FFM upcalls).
  *
  * <p>It stays thin. {@link io.os2g.host.Os2gFileSystem} translates FUSE calls: metadata from the
  * namespace cache, errors to errnos, every write to EROFS. {@link io.os2g.host.StagedReader} serves a
