@@ -2,9 +2,11 @@ package io.os2g.agent;
 
 /**
  * How far ahead of one reader to stage. The shim reports a read when it misses or when it first
- * enters a chunk, so the window sees at most one report per chunk. A report that moves forward by
- * no more than one chunk plus the window is sequential and doubles the window up to the cap; any
- * other report (a seek back, a jump) resets it. Not thread-safe: one per handle, used under its lock.
+ * enters a chunk, so the window sees at most one report per chunk. A report near the frontier (the
+ * furthest byte read so far) is sequential: the kernel's readahead sends reads slightly out of order
+ * and from several threads, so "near" reaches a chunk plus the window on either side. A sequential
+ * report that moves the frontier doubles the window up to the cap; any other report (a jump, a seek
+ * far back) resets it. Not thread-safe: one per handle, used under its lock.
  */
 final class ReadaheadWindow {
 
@@ -12,7 +14,7 @@ final class ReadaheadWindow {
     private final long max;
     private final long chunkSize;
     private long window;
-    private long lastOffset = -1;
+    private long frontier = -1;
 
     ReadaheadWindow(long initial, long max, long chunkSize) {
         this.initial = initial;
@@ -26,13 +28,19 @@ final class ReadaheadWindow {
      * that should be staged now.
      */
     long onRead(long offset, long length) {
-        if (lastOffset >= 0 && offset >= lastOffset && offset - lastOffset <= chunkSize + window) {
-            window = Math.min(window * 2, max);
-        } else if (lastOffset >= 0) {
+        long end = offset + length;
+        if (frontier < 0) {
+            frontier = end;
+        } else if (Math.abs(offset - frontier) <= chunkSize + window) {
+            if (end > frontier) {
+                window = Math.min(window * 2, max);
+                frontier = end;
+            }
+        } else {
             window = initial;
+            frontier = end;
         }
-        lastOffset = offset;
-        return offset + length + window;
+        return Math.max(frontier, end) + window;
     }
 
     long window() {

@@ -1,5 +1,7 @@
 package io.os2g.host;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeoutException;
@@ -17,6 +19,7 @@ import org.slf4j.LoggerFactory;
 public final class FuseMount {
 
     private static final Logger LOG = LoggerFactory.getLogger(FuseMount.class);
+    private static final int KERNEL_READAHEAD_KB = 1024;
 
     private final Path mountPoint;
     private final List<String> options;
@@ -53,6 +56,24 @@ public final class FuseMount {
         } catch (FuseMountFailedException | RuntimeException e) {
             fuse = null;
             throw new MountException("mount at " + mountPoint + " failed: " + e.getMessage(), e);
+        }
+        raiseKernelReadahead();
+    }
+
+    /**
+     * A FUSE file system can only lower the kernel's readahead (128 KiB by default) in its init reply;
+     * raising it is root's business, through the mount's backing device. At 1 MiB a sequential reader's
+     * requests are 1 MiB each: 8x fewer trips through the shim. Best effort: other users keep 128 KiB.
+     */
+    private void raiseKernelReadahead() {
+        try {
+            long dev = ((Number) Files.getAttribute(mountPoint, "unix:dev")).longValue();
+            long major = ((dev >>> 8) & 0xfff) | ((dev >>> 32) & ~0xfffL);
+            long minor = (dev & 0xff) | ((dev >>> 12) & ~0xffL);
+            Path knob = Path.of("/sys/class/bdi/" + major + ":" + minor + "/read_ahead_kb");
+            Files.writeString(knob, Integer.toString(KERNEL_READAHEAD_KB));
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("kernel readahead of {} left at its default: {}", mountPoint, e.toString());
         }
     }
 

@@ -19,6 +19,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.cryptomator.jfuse.api.DirFiller;
 import org.cryptomator.jfuse.api.FileInfo;
+import org.cryptomator.jfuse.api.FuseConfig;
+import org.cryptomator.jfuse.api.FuseConnInfo;
 import org.cryptomator.jfuse.api.FuseOperations;
 import org.cryptomator.jfuse.api.Stat;
 import org.cryptomator.jfuse.api.Statvfs;
@@ -37,8 +39,9 @@ public final class Os2gFileSystem implements FuseOperations {
     /** O_ACCMODE and the access(2) write bit. */
     private static final int O_ACCMODE = 3;
     private static final int W_OK = 2;
-    /** The preferred I/O size: the largest read the kernel sends a libfuse 2 file system. */
+    /** The preferred I/O size (st_blksize): one kernel FUSE request with the default readahead. */
     private static final int BLOCK_SIZE = 128 * 1024;
+    private static final int KERNEL_READAHEAD = 1024 * 1024;
 
     private final Namespace namespace;
     private final AgentLink link;
@@ -68,11 +71,22 @@ public final class Os2gFileSystem implements FuseOperations {
     @Override
     public Set<Operation> supportedOperations() {
         return EnumSet.of(Operation.GET_ATTR, Operation.READ_DIR, Operation.OPEN, Operation.READ, Operation.RELEASE,
-                Operation.STATFS, Operation.ACCESS, Operation.GET_XATTR, Operation.LIST_XATTR,
+                Operation.STATFS, Operation.ACCESS, Operation.GET_XATTR, Operation.LIST_XATTR, Operation.INIT,
                 // refused with EROFS (the mount is also "ro", so the kernel rarely asks)
                 Operation.WRITE, Operation.CREATE, Operation.MKDIR, Operation.UNLINK, Operation.RMDIR,
                 Operation.SYMLINK, Operation.RENAME, Operation.CHMOD, Operation.CHOWN,
                 Operation.TRUNCATE, Operation.UTIMENS, Operation.SET_XATTR, Operation.REMOVE_XATTR);
+    }
+
+    /**
+     * Asks for 1 MiB kernel readahead (the kernel grants at most its default, which {@link FuseMount}
+     * raises where it may); 64 background requests keep several readers' readahead in flight at once.
+     */
+    @Override
+    public void init(FuseConnInfo conn, FuseConfig fuseConfig) {
+        conn.setMaxReadahead(KERNEL_READAHEAD);
+        conn.setMaxBackground(64);
+        conn.setCongestionThreshold(48);
     }
 
     @Override

@@ -25,17 +25,29 @@ class ReadaheadWindowTest {
     }
 
     @Test
+    void slightlyOutOfOrderReadsFromKernelReadaheadKeepTheWindow() {
+        ReadaheadWindow w = new ReadaheadWindow(MIB, 64 * MIB, CHUNK);
+        w.onRead(0, 4096);
+        w.onRead(CHUNK, 4096);
+        w.onRead(2 * CHUNK, 4096);
+        assertEquals(4 * MIB, w.window());
+        w.onRead(2 * CHUNK - 128 * 1024, 128 * 1024); // a late read just behind the frontier
+        assertEquals(4 * MIB, w.window(), "neither reset nor grown");
+        assertEquals(2 * CHUNK + 4096 + 4 * MIB, w.onRead(CHUNK, 4096), "the range reaches past the frontier");
+    }
+
+    @Test
     void aSeekBackOrAFarJumpResetsTheWindow() {
         ReadaheadWindow w = new ReadaheadWindow(MIB, 64 * MIB, CHUNK);
         w.onRead(0, 4096);
         w.onRead(CHUNK, 4096);
         w.onRead(2 * CHUNK, 4096);
         assertEquals(4 * MIB, w.window());
-        w.onRead(0, 4096);
+        w.onRead(200 * CHUNK, 4096);
         assertEquals(MIB, w.window());
-        w.onRead(CHUNK, 4096);
+        w.onRead(201 * CHUNK, 4096);
         assertEquals(2 * MIB, w.window());
-        w.onRead(100 * CHUNK, 4096);
+        w.onRead(0, 4096);
         assertEquals(MIB, w.window());
     }
 }
