@@ -31,6 +31,7 @@ final class Gateway implements AutoCloseable {
     private final Agent agent;
     private final AgentLink link;
     private final ReadMetrics metrics = new ReadMetrics();
+    private final Namespace namespace;
     private final Os2gFileSystem fs;
     private final FuseMount mount;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -41,7 +42,7 @@ final class Gateway implements AutoCloseable {
         this.region = StagingRegion.create(config.staging());
         try {
             this.index = new ExtentIndex(region);
-            Namespace namespace = new Namespace(store, config.prefix(), config.metadataTtl());
+            this.namespace = new Namespace(store, config.prefix(), config.metadataTtl());
             this.agent = new Agent(store, index, config.agent());
             this.link = new InProcessLink(agent);
             this.fs = new Os2gFileSystem(namespace, index, link,
@@ -94,6 +95,7 @@ final class Gateway implements AutoCloseable {
             return;
         }
         mount.unmount();
+        namespace.close();
         link.close();
         store.close();
         region.close();

@@ -126,8 +126,15 @@ final class MountCommand implements Callable<Integer> {
         Gateway gateway = Gateway.mount(config, store);
         // SIGINT/SIGTERM: unmount and clean up, then exit 0 (a clean unmount is success, not "killed by signal")
         Thread hook = new Thread(() -> {
-            gateway.close();
-            Runtime.getRuntime().halt(0);
+            int status = 0;
+            try {
+                gateway.close();
+            } catch (RuntimeException e) {
+                System.err.println("os2g: unclean shutdown: " + e);
+                status = 1;
+            } finally {
+                Runtime.getRuntime().halt(status);
+            }
         }, "os2g-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         gateway.awaitUnmount();

@@ -133,7 +133,7 @@ public final class Os2gFileSystem implements FuseOperations {
             if (!(namespace.resolve(path) instanceof Node.Dir dir)) {
                 return -Errno.ENOTDIR;
             }
-            Directory listing = namespace.list(dir);
+            Directory listing = namespace.readdir(dir);
             // readdirplus: attributes travel with the names, so a walk needs no lookup per entry
             boolean plus = (flags & FuseOperations.FUSE_READDIR_PLUS) != 0;
             int fillFlags = plus ? DirFiller.FUSE_FILL_DIR_PLUS : 0;

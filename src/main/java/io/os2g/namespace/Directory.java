@@ -4,12 +4,17 @@ import java.util.Collections;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /** One listed directory: its entries by name, in name order (readdir order). */
-public record Directory(Node.Dir self, NavigableMap<String, Node> entries) {
+public record Directory(Node.Dir self, NavigableMap<String, Node> entries, AtomicBoolean subdirectoriesRequested) {
 
     public Directory {
         entries = Collections.unmodifiableNavigableMap(new TreeMap<>(entries));
+    }
+
+    public Directory(Node.Dir self, NavigableMap<String, Node> entries) {
+        this(self, entries, new AtomicBoolean());
     }
 
     public Node entry(String name) {

@@ -7,6 +7,9 @@ import io.os2g.Errno;
 import io.os2g.store.ObjectStore;
 import java.time.Duration;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Semaphore;
 
 /**
  * Resolves mount paths to nodes from cached directory listings.
@@ -19,8 +22,16 @@ public final class Namespace {
 
     /** Directories kept at most; each holds its entries, so this bounds metadata memory. */
     private static final long MAX_CACHED_DIRECTORIES = 100_000;
+    /**
+     * Sub-directory listings in flight ahead of a walker, and how many sub-directories of one listing
+     * are listed ahead: enough that os.walk or an ImageFolder scan finds its next directories cached
+     * (a LIST costs a server round trip), few enough that one huge directory cannot flood the server.
+     */
+    private static final int MAX_LISTS_AHEAD = 8;
+    private static final int MAX_SUBDIRECTORIES_AHEAD = 256;
 
-    private final ObjectStore store;
+    private final Semaphore listsAhead = new Semaphore(MAX_LISTS_AHEAD);
+    private final ExecutorService listAheadExecutor = Executors.newVirtualThreadPerTaskExecutor();
     private final InodeTable inodes = new InodeTable();
     private final DirectoryBuilder builder = new DirectoryBuilder(inodes);
     private final Node.Dir root;
@@ -36,7 +47,6 @@ public final class Namespace {
         if (!rootPrefix.isEmpty() && !rootPrefix.endsWith("/")) {
             throw new IllegalArgumentException("root prefix must be empty or end in /: prefix=" + rootPrefix);
         }
-        this.store = store;
         this.root = new Node.Dir(InodeTable.ROOT, rootPrefix);
         Caffeine<Object, Object> cache = Caffeine.newBuilder().maximumSize(MAX_CACHED_DIRECTORIES).ticker(ticker);
         if (ttl != null) {
@@ -51,6 +61,42 @@ public final class Namespace {
 
     public Node.Dir root() {
         return root;
+    }
+
+    /**
+     * The directory's entries for readdir: like {@link #list}, and the first time a listing is read,
+     * its sub-directories are listed ahead in the background, so a tree walk waits for one round trip
+     * per level instead of one per directory.
+     */
+    public Directory readdir(Node.Dir dir) {
+        Directory directory = list(dir);
+        if (directory.subdirectoriesRequested().compareAndSet(false, true)) {
+            int ahead = 0;
+            for (Node node : directory.entries().values()) {
+                if (node instanceof Node.Dir sub && directories.getIfPresent(sub) == null) {
+                    listAheadExecutor.execute(() -> listAhead(sub));
+                    if (++ahead == MAX_SUBDIRECTORIES_AHEAD) {
+                        break;
+                    }
+                }
+            }
+        }
+        return directory;
+    }
+
+    private void listAhead(Node.Dir dir) {
+        try {
+            listsAhead.acquire();
+        } catch (InterruptedException e) {
+            return;
+        }
+        try {
+            directories.get(dir);
+        } catch (RuntimeException e) {
+            // a failed listing is not cached; the reader that needs it will list again and see why
+        } finally {
+            listsAhead.release();
+        }
     }
 
     /** The directory's entries, listed now or taken from the cache. */
@@ -99,6 +145,11 @@ public final class Namespace {
 
     public int knownInodes() {
         return inodes.size();
+    }
+
+    /** Stops listing ahead. */
+    public void close() {
+        listAheadExecutor.shutdownNow();
     }
 
 }

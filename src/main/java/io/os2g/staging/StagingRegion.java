@@ -25,6 +25,8 @@ public final class StagingRegion implements AutoCloseable {
     private final List<Path> files = new ArrayList<>();
     private final int pageShift;
     private final int pagesPerSegment;
+    private volatile boolean closing;
+    private Thread populator;
 
     private StagingRegion(StagingConfig config, StagingDirectory directory) throws IOException {
         this.config = config;
@@ -51,7 +53,7 @@ public final class StagingRegion implements AutoCloseable {
         StagingDirectory directory = StagingDirectory.claim(config.directory());
         try {
             StagingRegion region = new StagingRegion(config, directory);
-            Thread.ofPlatform().name("staging-populate").daemon(true).start(region::populate);
+            region.populator = Thread.ofPlatform().name("staging-populate").daemon(true).start(region::populate);
             return region;
         } catch (IOException | RuntimeException e) {
             try {
@@ -71,14 +73,10 @@ public final class StagingRegion implements AutoCloseable {
      * faults are dear, dearer still in a VM); shared memory is counted in RSS from then on.
      */
     private void populate() {
-        try {
-            for (MemorySegment segment : segments) {
-                if (!Madvise.populateWrite(segment)) {
-                    return; // kernel before 5.14: pages fault in on first use, as before
-                }
+        for (MemorySegment segment : segments) {
+            if (closing || !Madvise.populateWrite(segment)) {
+                return; // closing, or a kernel before 5.14: pages fault in on first use
             }
-        } catch (IllegalStateException closed) {
-            // the region was closed while populating
         }
     }
 
@@ -129,6 +127,14 @@ public final class StagingRegion implements AutoCloseable {
 
     @Override
     public void close() {
+        closing = true;
+        if (populator != null) {
+            try {
+                populator.join(); // at most one segment's madvise away
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         arena.close();
         directory.remove();
     }

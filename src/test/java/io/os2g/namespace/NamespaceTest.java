@@ -91,6 +91,26 @@ class NamespaceTest {
     }
 
     @Test
+    void readdirListsSubdirectoriesAheadOnce() throws InterruptedException {
+        for (int d = 0; d < 20; d++) {
+            store.put("d" + d + "/f", 1);
+        }
+        Namespace ns = namespace("");
+        ns.readdir(ns.root());
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (store.lists.get() < 21 && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        assertEquals(21, store.lists.get(), "the root, then each sub-directory once, ahead of the walker");
+        ns.readdir(ns.root());
+        for (int d = 0; d < 20; d++) {
+            ns.readdir((Node.Dir) ns.resolve("/d" + d));
+        }
+        assertEquals(21, store.lists.get(), "a walk after the listing ahead costs no further LIST");
+        ns.close();
+    }
+
+    @Test
     void listingsExpireAfterTheTtl() {
         AtomicLong now = new AtomicLong();
         Ticker ticker = now::get;
