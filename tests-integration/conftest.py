@@ -107,7 +107,7 @@ class Mount:
             self.proc.send_signal(sig)
         rc = self.proc.wait(60)
         if mounted(self.path):
-            subprocess.run(["fusermount", "-u", "-z", str(self.path)], check=False)
+            subprocess.run(["fusermount3", "-u", "-z", str(self.path)], check=False)
         return rc
 
 

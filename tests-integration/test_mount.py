@@ -161,6 +161,6 @@ def test_sigterm_during_reads_unmounts_cleanly(s3):
 def test_fusermount_u_ends_the_mount_process(s3):
     s3.bucket("it-umount", {"a": b"1"})
     m = Mount(s3, "it-umount")
-    os.system(f"fusermount -u {m.path}")
+    os.system(f"fusermount3 -u {m.path}")
     assert m.proc.wait(30) == 0
     assert not m.staging.exists()
