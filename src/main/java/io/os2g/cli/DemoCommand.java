@@ -89,20 +89,9 @@ final class DemoCommand implements Callable<Integer> {
             say("seeded s3://%s: %d files of ~125 KB in %d classes + %d x %s in %.1f s", BUCKET, files, DemoDataset.CLASSES,
                     largeFiles, largeSize, seconds(System.nanoTime() - t0));
 
-            MountCommand mountCommand = new MountCommand();
-            mountCommand.source = BUCKET;
-            mountCommand.mountPoint = mount.toString();
-            mountCommand.endpoint = endpoint;
-            mountCommand.credentialsFile = writeCredentials(work);
-            mountCommand.fileMode = "0444";
-            mountCommand.dirMode = "0555";
-            mountCommand.metadataTtl = "forever";
-            mountCommand.stagingSize = stagingSize;
-            mountCommand.chunkSize = "8M";
-            mountCommand.maxReadahead = "64M";
-            mountCommand.maxFetches = 32;
-            mountCommand.requestTimeout = 30;
-            mountCommand.retries = 3;
+            MountCommand mountCommand = MountCommand.parse(BUCKET, mount.toString(), "--endpoint", endpoint,
+                    "--credentials-file", writeCredentials(work).toString(), "--metadata-ttl", "forever",
+                    "--staging-size", stagingSize);
             MountConfig config = mountCommand.config();
             MinioObjectStore store = new MinioObjectStore(config.store());
             Preflight.storeAnswers(store, config.store().endpoint(), "");

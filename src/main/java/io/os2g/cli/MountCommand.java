@@ -147,6 +147,13 @@ final class MountCommand implements Callable<Integer> {
         return 0;
     }
 
+    /** A mount command from its command-line words, defaults filled in as for {@code os2g mount}. */
+    static MountCommand parse(String... args) {
+        MountCommand command = new MountCommand();
+        new picocli.CommandLine(command).parseArgs(args);
+        return command;
+    }
+
     MountConfig config() {
         int slash = source.indexOf('/');
         String bucket = slash < 0 ? source : source.substring(0, slash);

@@ -61,21 +61,10 @@ class GatewayMountTest {
         Path credentials = tmp.resolve("credentials");
         Files.writeString(credentials, "[default]\naws_access_key_id=" + S3Fixture.ACCESS_KEY
                 + "\naws_secret_access_key=" + S3Fixture.SECRET_KEY + "\n");
-        MountCommand command = new MountCommand();
-        command.source = "data";
-        command.mountPoint = mnt.toString();
-        command.endpoint = s3.endpoint().toString();
-        command.credentialsFile = credentials;
-        command.fileMode = "0444";
-        command.dirMode = "0555";
-        command.metadataTtl = "300";
-        command.stagingDir = staging;
-        command.stagingSize = "1M";
-        command.chunkSize = "64K";
-        command.maxReadahead = "256K";
-        command.maxFetches = 8;
-        command.requestTimeout = 5;
-        command.retries = 1;
+        MountCommand command = MountCommand.parse("data", mnt.toString(), "--endpoint", s3.endpoint().toString(),
+                "--credentials-file", credentials.toString(), "--staging-dir", staging.toString(),
+                "--staging-size", "1M", "--chunk-size", "64K", "--max-readahead", "256K", "--max-fetches", "8",
+                "--request-timeout", "5", "--retries", "1");
         MountConfig config = command.config();
         gateway = Gateway.mount(config, new io.os2g.store.MinioObjectStore(config.store()));
     }
