@@ -1,6 +1,7 @@
 package io.os2g.agent;
 
 import io.os2g.Errno;
+import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
@@ -18,16 +19,22 @@ public final class Agent implements AutoCloseable {
     private final AgentConfig config;
     private final ChunkLayout layout;
     private final ChunkFetcher fetcher;
+    private final DirectoryPrefetcher prefetcher;
     private final ConcurrentHashMap<Long, OpenFile> handles = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
 
     private record OpenFile(Node.File file, ReadaheadWindow window) {
     }
 
-    public Agent(ObjectStore store, ExtentIndex index, AgentConfig config) {
+    /**
+     * @param namespace where the directory prefetcher finds a directory's other files (cached
+     *     listings only)
+     */
+    public Agent(ObjectStore store, ExtentIndex index, AgentConfig config, Namespace namespace) {
         this.config = config;
         this.layout = new ChunkLayout(config.chunkSize());
         this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight());
+        this.prefetcher = new DirectoryPrefetcher(namespace, fetcher, index, config.chunkSize(), config.directoryPrefetch());
     }
 
     public ChunkLayout layout() {
@@ -39,6 +46,7 @@ public final class Agent implements AutoCloseable {
         long handle = nextHandle.getAndIncrement();
         handles.put(handle, new OpenFile(file,
                 new ReadaheadWindow(config.initialReadahead(), config.maxReadahead(), config.chunkSize())));
+        prefetcher.onOpen(file);
         return handle;
     }
 
@@ -92,6 +100,11 @@ public final class Agent implements AutoCloseable {
 
     public long fetchedBytes() {
         return fetcher.fetchedBytes();
+    }
+
+    /** Small files staged ahead of their open by the directory prefetcher. */
+    public long prefetchedFiles() {
+        return prefetcher.prefetchedFiles();
     }
 
     public long failedFetches() {

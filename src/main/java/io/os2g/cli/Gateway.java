@@ -43,7 +43,7 @@ final class Gateway implements AutoCloseable {
         try {
             this.index = new ExtentIndex(region);
             this.namespace = new Namespace(store, config.prefix(), config.metadataTtl());
-            this.agent = new Agent(store, index, config.agent());
+            this.agent = new Agent(store, index, config.agent(), namespace);
             this.link = new InProcessLink(agent);
             this.fs = new Os2gFileSystem(namespace, index, link,
                     new ChunkLayout(config.agent().chunkSize()), config.fs(), metrics, FuseMount.errnos());
@@ -99,8 +99,8 @@ final class Gateway implements AutoCloseable {
         link.close();
         store.close();
         region.close();
-        LOG.info("unmounted {}: served {} bytes in {} reads ({} staging hits, {} misses, {} GETs, {} retries, {} errors)",
+        LOG.info("unmounted {}: served {} bytes in {} reads ({} staging hits, {} misses, {} GETs, {} retries, {} errors, {} files prefetched)",
                 config.mountPoint(), metrics.bytesServed(), metrics.reads(), metrics.stagingHits(),
-                metrics.stagingMisses(), store.getCount(), store.retryCount(), metrics.errors());
+                metrics.stagingMisses(), store.getCount(), store.retryCount(), metrics.errors(), agent.prefetchedFiles());
     }
 }

@@ -90,6 +90,10 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--max-fetches", paramLabel = "N", defaultValue = "32", description = "Chunk fetches in flight at once (default: ${DEFAULT-VALUE}).")
     int maxFetches;
 
+    @Option(names = "--dir-prefetch", paramLabel = "N", defaultValue = "256",
+            description = "Small files of a directory being read through to stage ahead of their open; 0 turns it off (default: ${DEFAULT-VALUE}).")
+    int dirPrefetch;
+
     @Option(names = "--request-timeout", paramLabel = "SECONDS", defaultValue = "30", description = "Deadline of one S3 request (default: ${DEFAULT-VALUE}).")
     int requestTimeout;
 
@@ -194,7 +198,11 @@ final class MountCommand implements Callable<Integer> {
             throw new UsageError("--staging-size (" + stagingSize + ") is below one chunk (--chunk-size " + chunkSize + ")");
         }
         long readahead = Sizes.parse("--max-readahead", maxReadahead);
-        AgentConfig agent = new AgentConfig(chunk, Math.min(AgentConfig.DEFAULT_INITIAL_READAHEAD, readahead), readahead, maxFetches);
+        if (dirPrefetch < 0) {
+            throw new UsageError("--dir-prefetch must not be negative: " + dirPrefetch);
+        }
+        AgentConfig agent = new AgentConfig(chunk, Math.min(AgentConfig.DEFAULT_INITIAL_READAHEAD, readahead), readahead,
+                maxFetches, dirPrefetch);
 
         Duration ttl = parseTtl(metadataTtl);
         Duration readDeadline = retry.deadline().plus(Duration.ofSeconds(requestTimeout));

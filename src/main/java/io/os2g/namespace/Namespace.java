@@ -99,6 +99,12 @@ public final class Namespace {
         }
     }
 
+    /** The listing of the directory at {@code prefix} if it is cached now, else null (never lists). */
+    public Directory cachedDirectory(String prefix) {
+        Node.Dir dir = prefix.equals(root.prefix()) ? root : new Node.Dir(inodes.inodeOf(prefix), prefix);
+        return directories.getIfPresent(dir);
+    }
+
     /** The directory's entries, listed now or taken from the cache. */
     public Directory list(Node.Dir dir) {
         try {

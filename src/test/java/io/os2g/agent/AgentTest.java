@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkKey;
 import io.os2g.staging.ExtentIndex;
@@ -50,6 +51,7 @@ class AgentTest {
     private StagingRegion region;
     private ExtentIndex index;
     private Agent agent;
+    private Namespace namespace;
 
     @BeforeEach
     void setUp() throws Exception {
@@ -57,12 +59,14 @@ class AgentTest {
         store = s3.store("data");
         region = StagingRegion.create(StagingConfig.of(tmp.resolve("staging"), 8L << 20, Duration.ofSeconds(5)));
         index = new ExtentIndex(region);
-        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8));
+        namespace = new Namespace(store, "", Duration.ofMinutes(5));
+        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 0), namespace);
     }
 
     @AfterEach
     void tearDown() {
         agent.close();
+        namespace.close();
         store.close();
         region.close();
     }
@@ -140,5 +144,41 @@ class AgentTest {
                 () -> agent.read(agent.open(f), 0, 1000).get(10, TimeUnit.SECONDS));
         assertEquals(StoreException.Kind.CHANGED, assertInstanceOf(StoreException.class, e.getCause()).kind());
         assertTrue(index.freeBytes() == index.capacityBytes(), "the failed fetch returned its pages");
+    }
+
+    @Test
+    void aDirectoryBeingReadThroughHasItsNextSmallFilesStagedBeforeTheirOpen() throws Exception {
+        agent.close();
+        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 4), namespace);
+        for (int i = 0; i < 10; i++) {
+            s3.put("data", String.format("imgs/%02d.jpg", i), S3Fixture.bytes(50_000, i));
+        }
+        Node.Dir imgs = (Node.Dir) namespace.resolve("/imgs");
+        List<Node.File> files = namespace.list(imgs).entries().values().stream().map(Node.File.class::cast).toList();
+
+        agent.release(agent.open(files.get(7)));
+        Thread.sleep(200);
+        assertEquals(0, agent.prefetchedFiles(), "one open is not a scan");
+
+        agent.release(agent.open(files.get(3)));
+        awaitStaged(files.subList(0, 3));
+        awaitStaged(files.subList(4, 5));
+        assertEquals(4, agent.prefetchedFiles(), "a window of 4 files, in listing order, skipping the opened one");
+        assertTrue(!index.contains(new ChunkKey(files.get(5).inode(), 0), files.get(5).etag()), "nothing past the window");
+
+        agent.release(agent.open(files.get(0))); // one prefetched file opened: the window moves by one
+        awaitStaged(files.subList(5, 6));
+        assertEquals(5, agent.prefetchedFiles());
+        assertArrayEquals(S3Fixture.bytes(50_000, 1), staged(files.get(1), 0));
+    }
+
+    private void awaitStaged(List<Node.File> files) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        for (Node.File f : files) {
+            while (!index.contains(new ChunkKey(f.inode(), 0), f.etag())) {
+                assertTrue(System.nanoTime() < deadline, "not staged: " + f.key());
+                Thread.sleep(5);
+            }
+        }
     }
 }

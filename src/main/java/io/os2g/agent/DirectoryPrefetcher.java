@@ -1,0 +1,138 @@
+package io.os2g.agent;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import io.os2g.namespace.Directory;
+import io.os2g.namespace.Namespace;
+import io.os2g.namespace.Node;
+import io.os2g.staging.ChunkKey;
+import io.os2g.staging.ExtentIndex;
+import com.github.benmanes.caffeine.cache.RemovalCause;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Stages the small files of a directory that a reader is working through, before they are opened.
+ *
+ * <p>A loader that reads a dataset of small files (an ImageFolder epoch, shuffled or not) opens file
+ * after file in the same few directories; each open that misses costs a round trip to the object store,
+ * which no readahead within a file can hide. Once a directory has seen two opens of small files, the
+ * prefetcher stages its other small files in listing order, keeping at most {@code window} of them
+ * staged-but-not-yet-opened per directory, and at most a quarter of the staging region over all
+ * directories, so a reader that stops wastes a bounded number of fetches and never crowds out the
+ * staging space of other readers; a directory not opened in for a minute gives its share back. A
+ * directory's listing comes from the namespace cache (no extra LIST); files larger than one chunk are
+ * left to the per-file readahead. Explicit hints (an epoch's order) are better still and take
+ * precedence when a loader gives them.
+ */
+final class DirectoryPrefetcher {
+
+    /** Opens of small files in a directory before it counts as being read through. */
+    private static final int OPENS_BEFORE_PREFETCH = 2;
+    /** Directories tracked at once (most recently opened in). */
+    private static final int MAX_DIRECTORIES = 1024;
+    /** A directory not opened in for this long is no longer being read through. */
+    private static final Duration IDLE = Duration.ofMinutes(1);
+
+    private final Namespace namespace;
+    private final ChunkFetcher fetcher;
+    private final ExtentIndex index;
+    private final long chunkSize;
+    private final int window;
+    private final long budgetBytes;
+    private final AtomicLong outstandingBytes = new AtomicLong();
+    private final Cache<String, DirectoryState> directories;
+    private final LongAdder prefetched = new LongAdder();
+
+    /** Progress through one directory; guarded by its own monitor. */
+    private static final class DirectoryState {
+        final List<Node.File> smallFiles;
+        final Map<Long, Long> outstanding = new HashMap<>(); // inode -> size
+        int cursor;
+        int opens;
+
+        DirectoryState(List<Node.File> smallFiles) {
+            this.smallFiles = smallFiles;
+        }
+    }
+
+    DirectoryPrefetcher(Namespace namespace, ChunkFetcher fetcher, ExtentIndex index, long chunkSize, int window) {
+        this.namespace = namespace;
+        this.fetcher = fetcher;
+        this.index = index;
+        this.chunkSize = chunkSize;
+        this.window = window;
+        this.budgetBytes = index.capacityBytes() / 4;
+        this.directories = Caffeine.newBuilder()
+                .maximumSize(MAX_DIRECTORIES)
+                .expireAfterAccess(IDLE)
+                .removalListener((String prefix, DirectoryState state, RemovalCause cause) -> {
+                    if (state != null) {
+                        synchronized (state) {
+                            state.outstanding.values().forEach(size -> outstandingBytes.addAndGet(-size));
+                            state.outstanding.clear();
+                        }
+                    }
+                })
+                .build();
+    }
+
+    /** Called on every open: counts it, and keeps the directory's window of staged files full. */
+    void onOpen(Node.File file) {
+        if (window <= 0 || file.size() > chunkSize) {
+            return;
+        }
+        int slash = file.key().lastIndexOf('/');
+        String prefix = slash < 0 ? "" : file.key().substring(0, slash + 1);
+        DirectoryState state = directories.get(prefix, this::load);
+        if (state == null) {
+            return;
+        }
+        List<Node.File> toStage = new ArrayList<>();
+        synchronized (state) {
+            Long opened = state.outstanding.remove(file.inode());
+            if (opened != null) {
+                outstandingBytes.addAndGet(-opened);
+            }
+            if (++state.opens < OPENS_BEFORE_PREFETCH) {
+                return;
+            }
+            while (state.outstanding.size() < window && state.cursor < state.smallFiles.size()
+                    && outstandingBytes.get() < budgetBytes) {
+                Node.File next = state.smallFiles.get(state.cursor++);
+                if (next.inode() != file.inode() && !index.contains(new ChunkKey(next.inode(), 0), next.etag())) {
+                    state.outstanding.put(next.inode(), next.size());
+                    outstandingBytes.addAndGet(next.size());
+                    toStage.add(next);
+                }
+            }
+        }
+        for (Node.File next : toStage) {
+            prefetched.increment();
+            fetcher.stage(next, 0);
+        }
+    }
+
+    private DirectoryState load(String prefix) {
+        Directory directory = namespace.cachedDirectory(prefix);
+        if (directory == null) {
+            return null;
+        }
+        List<Node.File> small = new ArrayList<>();
+        for (Node node : directory.entries().values()) {
+            if (node instanceof Node.File f && f.size() > 0 && f.size() <= chunkSize) {
+                small.add(f);
+            }
+        }
+        return new DirectoryState(small);
+    }
+
+    long prefetchedFiles() {
+        return prefetched.sum();
+    }
+}
