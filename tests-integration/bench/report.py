@@ -1,30 +1,155 @@
-"""Prints the benchmark results file as a table."""
+"""Turns a results file of bench.py into a table on stdout, and optionally into docs/BENCHMARKS.md and
+a PNG chart: one table per workload, each target's result, its gateway CPU seconds per GiB, peak RSS,
+and ratios to the best peer (s3fs, rclone) and to the local copy.
 
+    report.py RESULTS [--markdown FILE] [--png FILE]
+"""
+
+import argparse
 import json
-import sys
+from collections import OrderedDict
 
 GIB = 1 << 30
+PEERS = ("s3fs", "rclone")
+# workload label -> (title, value key, unit, higher is better)
+WORKLOADS = OrderedDict([
+    ("small-1", ("Shuffled whole-file reads of ~125 KB JPEGs, 1 reader", "files_per_s", "files/s", True)),
+    ("small-4", ("Shuffled whole-file reads of ~125 KB JPEGs, 4 reader processes", "files_per_s", "files/s", True)),
+    ("seq-1", ("Sequential read of a 256 MiB file, 1 reader", "mb_per_s", "MB/s", True)),
+    ("seq-4", ("Sequential reads of four 256 MiB files, 4 readers", "mb_per_s", "MB/s", True)),
+    ("walk", ("os.walk + stat of the object tree", "seconds", "s", False)),
+    ("ttfb", ("Time to first byte of a file not read before", "seconds", "s", False)),
+    ("dataloader", ("PyTorch DataLoader over ImageFolder (PIL decode, resize 224, batch 32, 2 workers, shuffled)", "samples_per_s", "samples/s", True)),
+])
 
 
-def main(path):
-    rows = [json.loads(l) for l in open(path) if l.strip()]
-    print(f"{'workload':<28}{'result':>22}{'gateway CPU s/GiB':>20}{'peak RSS MiB':>14}")
-    for r in rows:
-        rss = r["gateway_peak_rss_bytes"] / (1 << 20)
-        if r["workload"] == "small":
-            for e in r["epochs"]:
-                name = f"shuffled small, {r['readers']} readers, epoch {e['epoch']}"
-                per_gib = e["gateway_cpu_s"] / (e["bytes"] / GIB)
-                print(f"{name:<28}{e['files_per_s']:>14.0f} files/s{per_gib:>20.2f}{rss:>14.0f}")
-        elif r["workload"] == "sequential":
-            name = f"sequential 256 MiB, {r['readers']} reader(s)"
-            per_gib = r["gateway_cpu_s"] / (r["bytes"] / GIB)
-            print(f"{name:<28}{r['mb_per_s']:>17.0f} MB/s{per_gib:>20.2f}{rss:>14.0f}")
-        elif r["workload"] == "walk":
-            print(f"{'walk+stat ' + str(r['objects']) + ' objects':<28}{r['seconds']:>20.2f} s{'':>20}{rss:>14.0f}")
-        elif r["workload"] == "ttfb":
-            print(f"{'time to first byte':<28}{r['seconds'] * 1000:>19.1f} ms{'':>20}{rss:>14.0f}")
+def value(row, key, epoch=0):
+    if "epochs" in row:
+        return row["epochs"][epoch].get(key)
+    return row.get(key)
+
+
+def cpu_per_gib(row, epoch=0):
+    source = row["epochs"][epoch] if "epochs" in row else row
+    b = source.get("bytes")
+    if not b or "gateway_cpu_s" not in source or row.get("target") == "local":
+        return None
+    return source["gateway_cpu_s"] / (b / GIB)
+
+
+def load(path):
+    meta, rows = {}, []
+    for line in open(path):
+        if line.strip():
+            r = json.loads(line)
+            if "meta" in r:
+                meta = r["meta"]
+            else:
+                rows.append(r)
+    return meta, rows
+
+
+def ratio(v, ref, higher):
+    if v is None or ref in (None, 0) or v == 0:
+        return None
+    return v / ref if higher else ref / v
+
+
+def tables(meta, rows):
+    out = []
+    for label, (title, key, unit, higher) in WORKLOADS.items():
+        group = [r for r in rows if r.get("label") == label]
+        if not group:
+            continue
+        epochs = [0, 1] if any("epochs" in r for r in group) else [0]
+        for epoch in epochs:
+            name = title + (f", epoch {epoch + 1}" + (" (cold)" if epoch == 0 else " (warm)") if len(epochs) > 1 else "")
+            ok = [r for r in group if "error" not in r]
+            peer_values = [value(r, key, epoch) for r in ok if r["target"] in PEERS and value(r, key, epoch) is not None]
+            best_peer = (max(peer_values) if higher else min(peer_values)) if peer_values else None
+            local = next((value(r, key, epoch) for r in ok if r["target"] == "local"), None)
+            lines = [f"### {name}", "", f"| target | flags | {unit} | gateway CPU s/GiB | peak RSS MiB | vs best peer | vs local |",
+                     "|---|---|---|---|---|---|---|"]
+            for r in group:
+                if "error" in r:
+                    lines.append(f"| {r['target']} | {r['flags']} | failed: {r['error'][:80]} | | | | |")
+                    continue
+                v = value(r, key, epoch)
+                c = cpu_per_gib(r, epoch)
+                rss = r.get("gateway_peak_rss_bytes", 0) / (1 << 20)
+                rp, rl = ratio(v, best_peer, higher), ratio(v, local, higher)
+                fmt = (lambda x: f"{x:.2f}") if unit == "s" else (lambda x: f"{x:,.0f}")
+                lines.append(f"| **{r['target']}** | {r['flags']} | {fmt(v) if v is not None else ''} | "
+                             f"{'' if c is None else f'{c:.2f}'} | {'' if not rss else f'{rss:.0f}'} | "
+                             f"{'' if rp is None else f'{rp:.2f}x'} | {'' if rl is None else f'{rl:.2f}x'} |")
+            out.append("\n".join(lines) + "\n")
+    return out
+
+
+def markdown(meta, rows):
+    head = f"""# Benchmarks
+
+Generated by `tests-integration/bench/run.sh{' --quick' if meta.get('quick') else ''}` on {meta.get('date')}:
+{meta.get('cpus')} CPUs, kernel {meta.get('kernel')}; {meta.get('os2g')}; s3fs: {meta.get('s3fs')}; rclone: {meta.get('rclone')}.
+The S3 server is S3Proxy (filesystem backend) on the same machine with {meta.get('latency_ms')} ms of latency
+injected on every GET, LIST and HEAD; the dataset is seeded through the S3 API. Every (target, workload)
+pair runs on a fresh mount after the page cache is dropped, with the same reader code
+(`tests-integration/bench/workloads.py`). "gateway CPU" is the mount process's utime + stime from
+/proc over the workload; "peak RSS" its VmHWM (for os2g it includes the staging region's shared
+memory). Ratios: how many times better than the best peer (s3fs or rclone, any flags) and than the
+local copy (below 1: slower). What the numbers mean and where the time goes: [PERFORMANCE.md](PERFORMANCE.md).
+
+![results relative to the local copy](benchmarks.png)
+
+"""
+    return head + "\n".join(tables(meta, rows))
+
+
+def chart(meta, rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names, series = [], {}
+    for label, (title, key, unit, higher) in WORKLOADS.items():
+        group = [r for r in rows if r.get("label") == label and "error" not in r]
+        local = next((value(r, key) for r in group if r["target"] == "local"), None)
+        if not group or not local:
+            continue
+        names.append(label)
+        for r in group:
+            if r["target"] == "local":
+                continue
+            t = f"{r['target']} ({r['flags'].split(':')[0]})"
+            series.setdefault(t, {})[label] = ratio(value(r, key), local, higher) or 0
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    width = 0.8 / max(1, len(series))
+    for i, (t, vals) in enumerate(series.items()):
+        ax.bar([j + i * width for j in range(len(names))], [vals.get(n, 0) for n in names], width, label=t)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))])
+    ax.set_xticklabels(names)
+    ax.set_ylabel("relative to local copy (higher is better)")
+    ax.set_title(f"os2g vs s3fs vs rclone, {meta.get('latency_ms')} ms S3 latency, {meta.get('date')}")
+    ax.legend(fontsize=8, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--markdown")
+    ap.add_argument("--png")
+    a = ap.parse_args()
+    meta, rows = load(a.results)
+    print("\n".join(tables(meta, rows)))
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(markdown(meta, rows))
+    if a.png:
+        chart(meta, rows, a.png)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main()

@@ -17,7 +17,8 @@ from botocore.config import Config
 def main():
     endpoint, bucket = sys.argv[1], sys.argv[2]
     small, large, large_mib, tree = map(int, sys.argv[3:7])
-    spec = {"small": small, "large": large, "large_mib": large_mib, "tree": tree, "version": 1}
+    # version 2: the small files are real JPEGs (random pixels, ~125 KB), so loaders can decode them
+    spec = {"small": small, "large": large, "large_mib": large_mib, "tree": tree, "version": 2}
     s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="os2g-demo",
                       aws_secret_access_key="os2g-demo-secret", region_name="us-east-1",
                       config=Config(max_pool_connections=32, retries={"max_attempts": 5}))
@@ -44,9 +45,20 @@ def main():
         block = hashlib.sha256(str(seed).encode()).digest() * 2048  # 64 KiB
         return (block * (size // len(block) + 1))[:size]
 
+    def jpeg(seed):
+        from io import BytesIO
+        from PIL import Image
+        r = random.Random(seed)
+        side = 200 + r.randrange(60)
+        image = Image.frombytes("RGB", (side, side), r.randbytes(side * side * 3))
+        out = BytesIO()
+        image.save(out, format="JPEG", quality=85)
+        return out.getvalue()
+
     def put(item):
         key, size, seed = item
-        s3.put_object(Bucket=bucket, Key=key, Body=body(size, seed))
+        data = jpeg(seed) if key.startswith("small/") else body(size, seed)
+        s3.put_object(Bucket=bucket, Key=key, Body=data)
 
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(put, objects))

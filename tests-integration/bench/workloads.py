@@ -16,12 +16,16 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid):
+    if pid <= 0:
+        return 0.0  # the local-copy target has no gateway
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def peak_rss_bytes(pid):
+    if pid <= 0:
+        return 0
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("VmHWM:"):
@@ -56,19 +60,45 @@ def parallel_read(paths, readers):
         return total, time.perf_counter() - t0
 
 
+def dataloader(a, pid):
+    """The PyTorch loader of an ImageFolder training job: PIL decode, resize 224, batch 32, 2 workers, shuffled."""
+    import torch
+    from torch.utils.data import DataLoader, Subset
+    from torchvision import datasets, transforms
+
+    torch.manual_seed(0)
+    tf = transforms.Compose([transforms.Resize(224), transforms.CenterCrop(224), transforms.ToTensor()])
+    dataset = datasets.ImageFolder(os.path.join(a.mount, "small"), transform=tf)
+    if a.limit:
+        dataset = Subset(dataset, random.Random(3).sample(range(len(dataset)), min(a.limit, len(dataset))))
+    loader = DataLoader(dataset, batch_size=32, num_workers=2, shuffle=True)
+    cpu0 = cpu_seconds(pid)
+    t0 = time.perf_counter()
+    samples = 0
+    for images, _ in loader:
+        samples += images.shape[0]
+    seconds = time.perf_counter() - t0
+    return {"samples": samples, "seconds": seconds, "samples_per_s": samples / seconds,
+            "gateway_cpu_s": cpu_seconds(pid) - cpu0}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mount")
     ap.add_argument("pid", type=int)
-    ap.add_argument("workload", choices=["small", "sequential", "walk", "ttfb"])
+    ap.add_argument("workload", choices=["small", "sequential", "walk", "ttfb", "dataloader"])
     ap.add_argument("--readers", type=int, default=4)
     ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--limit", type=int, default=0, help="read only this many files (small, dataloader)")
+    ap.add_argument("--tree", default="tree", help="directory to walk")
     a = ap.parse_args()
 
     result = {"workload": a.workload, "readers": a.readers}
     if a.workload == "small":
         paths = files_under(os.path.join(a.mount, "small"))
         random.Random(1).shuffle(paths)
+        if a.limit:
+            paths = paths[: a.limit]
         epochs = []
         for epoch in range(a.epochs):
             cpu0 = cpu_seconds(a.pid)
@@ -88,11 +118,13 @@ def main():
         cpu0 = cpu_seconds(a.pid)
         t0 = time.perf_counter()
         count = 0
-        for d, _, names in os.walk(os.path.join(a.mount, "tree")):
+        for d, _, names in os.walk(os.path.join(a.mount, a.tree)):
             for n in names:
                 os.stat(os.path.join(d, n))
                 count += 1
         result.update(objects=count, seconds=time.perf_counter() - t0, gateway_cpu_s=cpu_seconds(a.pid) - cpu0)
+    elif a.workload == "dataloader":
+        result.update(dataloader(a, a.pid))
     elif a.workload == "ttfb":
         path = files_under(os.path.join(a.mount, "large"))[-1]
         t0 = time.perf_counter()

@@ -1,0 +1,180 @@
+"""Runs the benchmark workloads against os2g and its peers, each target on a fresh mount per workload,
+the page cache dropped before each, the same server, data and reader code for all. Appends one JSON
+line per (target, workload) to the results file.
+
+    bench.py ENDPOINT DATA_DIR RESULTS [--quick] [--latency-ms N]
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+PY = "/usr/bin/python3"
+KEY, SECRET = "os2g-demo", "os2g-demo-secret"
+
+
+def mounted(path):
+    target = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split(" ")[4] == target for line in f)
+
+
+def drop_caches():
+    subprocess.run(["sync"], check=False)
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError:
+        pass
+
+
+class Target:
+    """A way to present the bucket as a directory: a mount command, or the local copy."""
+
+    def __init__(self, name, flags, command, env=None, gateway=None):
+        self.name, self.flags, self.command, self.env, self.gateway = name, flags, command, env or {}, gateway
+
+    def start(self, mnt, log):
+        if self.command is None:
+            return None
+        env = {**os.environ, **self.env}
+        env.pop("AWS_CA_BUNDLE", None)  # rclone refuses a CA bundle path it cannot parse as PEM here
+        proc = subprocess.Popen(self.command(mnt), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+        deadline = time.time() + 120
+        while not mounted(mnt):
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                raise RuntimeError(f"{self.name}: mount failed, see {log.name}")
+            time.sleep(0.05)
+        time.sleep(0.5)  # let the mount finish its own start-up before it is measured
+        return proc
+
+    def stop(self, proc, mnt):
+        if proc is None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False)
+
+
+def targets(endpoint, data, work, quick):
+    passwd = work / "s3fs.passwd"
+    passwd.write_text(f"{KEY}:{SECRET}\n")
+    passwd.chmod(0o600)
+    creds = {"AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET}
+    rclone_env = {"RCLONE_S3_PROVIDER": "Other", "RCLONE_S3_ENDPOINT": endpoint,
+                  "RCLONE_S3_ACCESS_KEY_ID": KEY, "RCLONE_S3_SECRET_ACCESS_KEY": SECRET,
+                  "RCLONE_S3_FORCE_PATH_STYLE": "true", "RCLONE_CONFIG": "/dev/null"}
+    s3fs_base = f"url={endpoint},use_path_request_style,passwd_file={passwd}"
+    all_targets = [
+        Target("os2g", "default", lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--endpoint", endpoint], creds),
+        Target("os2g", "recommended: --metadata-ttl forever",
+               lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--endpoint", endpoint, "--metadata-ttl", "forever"], creds),
+        Target("s3fs", "default", lambda m: ["s3fs", "bench", str(m), "-f", "-o", s3fs_base]),
+        Target("s3fs", "recommended: ro,kernel_cache,enable_noobj_cache,stat cache 1h/200k,parallel_count=16,multireq_max=32",
+               lambda m: ["s3fs", "bench", str(m), "-f", "-o", s3fs_base + ",ro,kernel_cache,enable_noobj_cache,"
+                          "stat_cache_expire=3600,max_stat_cache_size=200000,parallel_count=16,multireq_max=32"]),
+        Target("rclone", "default", lambda m: ["rclone", "mount", ":s3:bench", str(m)], rclone_env),
+        Target("rclone", "recommended: --read-only --vfs-cache-mode full --dir-cache-time 1h --attr-timeout 1h --buffer-size 32M",
+               lambda m: ["rclone", "mount", ":s3:bench", str(m), "--read-only", "--vfs-cache-mode", "full",
+                          "--cache-dir", str(work / "rclone-cache"), "--dir-cache-time", "1h", "--attr-timeout", "1h",
+                          "--buffer-size", "32M"], rclone_env),
+        Target("local", "local copy (the ceiling)", None),
+    ]
+    if quick:
+        return [t for t in all_targets if t.flags == "default" or t.name == "local"]
+    return all_targets
+
+
+def workloads(quick):
+    small_limit = ["--limit", "600"] if quick else []
+    return [
+        ("small-1", ["small", "--readers", "1", "--epochs", "2", "--limit", "300" if quick else "1000"]),
+        ("small-4", ["small", "--readers", "4", "--epochs", "2", *small_limit]),
+        ("seq-1", ["sequential", "--readers", "1"]),
+        *([] if quick else [("seq-4", ["sequential", "--readers", "4"])]),
+        ("walk", ["walk", "--tree", "tree/d00" if quick else "tree"]),
+        ("ttfb", ["ttfb"]),
+        ("dataloader", ["dataloader", *(["--limit", "600"] if quick else [])]),
+    ]
+
+
+def versions():
+    def first_line(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.splitlines()[0].strip()
+        except Exception:
+            return "?"
+    return {"os2g": first_line([str(ROOT / "os2g"), "--version"]), "s3fs": first_line(["s3fs", "--version"]),
+            "rclone": first_line(["rclone", "version"]), "kernel": platform.release(),
+            "python": platform.python_version(), "cpus": os.cpu_count()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("endpoint")
+    ap.add_argument("data", type=Path)
+    ap.add_argument("results", type=Path)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--latency-ms", type=int, default=10)
+    a = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="os2g-bench-"))
+    mnt = work / "mnt"
+    mnt.mkdir()
+    meta = {"date": time.strftime("%Y-%m-%d"), "latency_ms": a.latency_ms, "quick": a.quick, **versions()}
+    with open(a.results, "w") as out:
+        out.write(json.dumps({"meta": meta}) + "\n")
+        for target in targets(a.endpoint, a.data, work, a.quick):
+            for label, args in workloads(a.quick):
+                drop_caches()
+                log = open(work / f"{target.name}.log", "a")
+                proc = target.start(mnt, log)
+                root = mnt if proc is not None else a.data / "s3" / "bench"
+                pid = proc.pid if proc is not None else 0
+                try:
+                    r = subprocess.run([PY, str(HERE / "workloads.py"), str(root), str(pid), *args],
+                                       capture_output=True, text=True, timeout=1800)
+                    if r.returncode != 0:
+                        row = {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"}
+                    else:
+                        row = json.loads(r.stdout.strip().splitlines()[-1])
+                except subprocess.TimeoutExpired:
+                    row = {"error": "timed out after 1800 s"}
+                finally:
+                    target.stop(proc, mnt)
+                    log.close()
+                row.update(target=target.name, flags=target.flags, label=label)
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+                print(f"{target.name:7} {target.flags[:30]:30} {label:10} "
+                      + (row.get("error") or _summary(row)), flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _summary(row):
+    if "epochs" in row:
+        return " / ".join(f"{e['files_per_s']:.0f} files/s" for e in row["epochs"])
+    if "mb_per_s" in row:
+        return f"{row['mb_per_s']:.0f} MB/s"
+    if "samples_per_s" in row:
+        return f"{row['samples_per_s']:.0f} samples/s"
+    return f"{row.get('seconds', 0):.2f} s"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
