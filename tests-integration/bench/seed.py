@@ -18,7 +18,7 @@ def main():
     endpoint, bucket = sys.argv[1], sys.argv[2]
     small, large, large_mib, tree = map(int, sys.argv[3:7])
     # version 2: the small files are real JPEGs (random pixels, ~125 KB), so loaders can decode them
-    spec = {"small": small, "large": large, "large_mib": large_mib, "tree": tree, "version": 2}
+    spec = {"small": small, "large": large, "large_mib": large_mib, "tree": tree, "version": 3}
     s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="os2g-demo",
                       aws_secret_access_key="os2g-demo-secret", region_name="us-east-1",
                       config=Config(max_pool_connections=32, retries={"max_attempts": 5}))
@@ -49,7 +49,7 @@ def main():
         from io import BytesIO
         from PIL import Image
         r = random.Random(seed)
-        side = 200 + r.randrange(60)
+        side = 360 + r.randrange(80)  # random pixels at quality 85: ~100-150 KB, a typical ImageNet JPEG size
         image = Image.frombytes("RGB", (side, side), r.randbytes(side * side * 3))
         out = BytesIO()
         image.save(out, format="JPEG", quality=85)

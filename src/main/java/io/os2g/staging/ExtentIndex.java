@@ -90,6 +90,7 @@ public final class ExtentIndex {
                     + ", capacity=" + (long) allocator.capacity() * pageSize);
         }
         long deadline = System.nanoTime() + reserveTimeout.toNanos();
+        int[] pages;
         lock.lock();
         try {
             while (allocator.freePages() < needed) {
@@ -103,13 +104,19 @@ public final class ExtentIndex {
                 }
                 spaceFreed.awaitNanos(Math.min(left, SPACE_POLL_NANOS));
             }
-            return new Reservation(this, length, allocator.take(needed));
+            pages = allocator.take(needed);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new StagingException("interrupted while waiting for staging space", e);
         } finally {
             lock.unlock();
         }
+        int highest = 0;
+        for (int page : pages) {
+            highest = Math.max(highest, page);
+        }
+        region.populateBelow(highest + 1);
+        return new Reservation(this, length, pages);
     }
 
     StagedChunk publish(ChunkKey key, String etag, int length, int[] pages) {

@@ -18,6 +18,9 @@ import java.util.List;
  */
 public final class StagingRegion implements AutoCloseable {
 
+    /** Pages populated per madvise: 16 MiB of 64 KiB pages, two 8 MiB chunks. */
+    private static final int POPULATE_BATCH_BYTES = 16 << 20;
+
     private final StagingConfig config;
     private final StagingDirectory directory;
     private final Arena arena = Arena.ofShared();
@@ -25,14 +28,17 @@ public final class StagingRegion implements AutoCloseable {
     private final List<Path> files = new ArrayList<>();
     private final int pageShift;
     private final int pagesPerSegment;
-    private volatile boolean closing;
-    private Thread populator;
+    private final int populateBatchPages;
+    /** Pages below this index have their page tables filled; guarded by {@code this}. */
+    private int populatedPages;
+    private boolean populateUnsupported;
 
     private StagingRegion(StagingConfig config, StagingDirectory directory) throws IOException {
         this.config = config;
         this.directory = directory;
         this.pageShift = Integer.numberOfTrailingZeros(config.pageSize());
         this.pagesPerSegment = config.pagesPerSegment();
+        this.populateBatchPages = Math.max(1, POPULATE_BATCH_BYTES / config.pageSize());
         this.segments = new MemorySegment[config.segmentCount()];
         long remaining = (long) config.pageCount() * config.pageSize();
         for (int i = 0; i < segments.length; i++) {
@@ -48,13 +54,11 @@ public final class StagingRegion implements AutoCloseable {
         }
     }
 
-    /** Claims the directory, creates and maps the segments, and starts populating them. */
+    /** Claims the directory, creates and maps the segments. */
     public static StagingRegion create(StagingConfig config) {
         StagingDirectory directory = StagingDirectory.claim(config.directory());
         try {
-            StagingRegion region = new StagingRegion(config, directory);
-            region.populator = Thread.ofPlatform().name("staging-populate").daemon(true).start(region::populate);
-            return region;
+            return new StagingRegion(config, directory);
         } catch (IOException | RuntimeException e) {
             try {
                 directory.remove();
@@ -67,16 +71,30 @@ public final class StagingRegion implements AutoCloseable {
     }
 
     /**
-     * Faults every page of the region in ahead of use (MADV_POPULATE_WRITE: the kernel fills the page
-     * tables in one call and leaves contents alone, so it may run while fetches write). A first touch
-     * per 4 KiB page in the read path cost half the gateway's CPU in the sequential benchmark (page
-     * faults are dear, dearer still in a VM); shared memory is counted in RSS from then on.
+     * Makes sure pages below {@code pages} are faulted in, a batch at a time (MADV_POPULATE_WRITE: the
+     * kernel fills the page tables in one call and leaves contents alone). A first touch per 4 KiB page
+     * on the read path had cost half the gateway's CPU in the sequential benchmark (page faults are
+     * dear, dearer in a VM); populating only as far as the allocator has reached keeps a small working
+     * set from paying for the whole region. Shared memory counts in RSS once populated.
      */
-    private void populate() {
-        for (MemorySegment segment : segments) {
-            if (closing || !Madvise.populateWrite(segment)) {
-                return; // closing, or a kernel before 5.14: pages fault in on first use
+    void populateBelow(int pages) {
+        synchronized (this) {
+            if (pages <= populatedPages || populateUnsupported) {
+                return;
             }
+            int target = Math.min(config.pageCount(), Math.max(pages, populatedPages + populateBatchPages));
+            for (int page = populatedPages; page < target; ) {
+                int segment = page / pagesPerSegment;
+                int end = Math.min(target, (segment + 1) * pagesPerSegment);
+                MemorySegment range = segments[segment].asSlice((long) (page % pagesPerSegment) << pageShift,
+                        (long) (end - page) << pageShift);
+                if (!Madvise.populateWrite(range)) {
+                    populateUnsupported = true; // a kernel before 5.14: pages fault in on first use
+                    return;
+                }
+                page = end;
+            }
+            populatedPages = target;
         }
     }
 
@@ -127,14 +145,6 @@ public final class StagingRegion implements AutoCloseable {
 
     @Override
     public void close() {
-        closing = true;
-        if (populator != null) {
-            try {
-                populator.join(); // at most one segment's madvise away
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
         arena.close();
         directory.remove();
     }

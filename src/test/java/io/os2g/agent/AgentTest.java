@@ -123,10 +123,14 @@ class AgentTest {
         for (int c = 0; c < 5; c++) {
             agent.read(h, (long) c * CHUNK, 128 * 1024).get(10, TimeUnit.SECONDS);
         }
-        // the window doubled from 64 KiB to its 1 MiB cap: the fifth read (chunk 4) reaches into chunk 8
+        // the window doubled from 64 KiB to its 1 MiB cap: the fifth read (chunk 4) reaches into chunk 8;
+        // readahead fetches run in parallel and may land in any order
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!index.contains(new ChunkKey(12, 8), f.etag()) && System.nanoTime() < deadline) {
-            Thread.sleep(10);
+        for (int c = 0; c <= 8; c++) {
+            while (!index.contains(new ChunkKey(12, c), f.etag())) {
+                assertTrue(System.nanoTime() < deadline, "chunk " + c + " not staged");
+                Thread.sleep(10);
+            }
         }
         assertTrue(!index.contains(new ChunkKey(12, 9), f.etag()), "nothing staged beyond the window");
         for (int c = 0; c <= 8; c++) {
