@@ -21,6 +21,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 PY = "/usr/bin/python3"
 KEY, SECRET = "os2g-demo", "os2g-demo-secret"
+# a peer that retries a failing read for many minutes is cut off and reported as failed
+WORKLOAD_TIMEOUT_S = 420
 
 
 def mounted(path):
@@ -132,14 +134,18 @@ def main():
     ap.add_argument("results", type=Path)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--latency-ms", type=int, default=10)
+    ap.add_argument("--only", help="run only the targets of this name (os2g, s3fs, rclone, local), appending to RESULTS")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="os2g-bench-"))
     mnt = work / "mnt"
     mnt.mkdir()
     meta = {"date": time.strftime("%Y-%m-%d"), "latency_ms": a.latency_ms, "quick": a.quick, **versions()}
-    with open(a.results, "w") as out:
-        out.write(json.dumps({"meta": meta}) + "\n")
+    with open(a.results, "a" if a.only else "w") as out:
+        if not a.only:
+            out.write(json.dumps({"meta": meta}) + "\n")
         for target in targets(a.endpoint, a.data, work, a.quick):
+            if a.only and target.name != a.only:
+                continue
             for label, args in workloads(a.quick):
                 drop_caches()
                 log = open(work / f"{target.name}.log", "a")
@@ -148,13 +154,13 @@ def main():
                 pid = proc.pid if proc is not None else 0
                 try:
                     r = subprocess.run([PY, str(HERE / "workloads.py"), str(root), str(pid), *args],
-                                       capture_output=True, text=True, timeout=1800)
+                                       capture_output=True, text=True, timeout=WORKLOAD_TIMEOUT_S)
                     if r.returncode != 0:
                         row = {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"}
                     else:
                         row = json.loads(r.stdout.strip().splitlines()[-1])
                 except subprocess.TimeoutExpired:
-                    row = {"error": "timed out after 1800 s"}
+                    row = {"error": f"timed out after {WORKLOAD_TIMEOUT_S} s"}
                 finally:
                     target.stop(proc, mnt)
                     log.close()

@@ -127,9 +127,10 @@ def chart(meta, rows, path):
     for i, (t, vals) in enumerate(series.items()):
         ax.bar([j + i * width for j in range(len(names))], [vals.get(n, 0) for n in names], width, label=t)
     ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")  # peers sit at 1-10% of local on small files: a linear axis hides them
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))])
     ax.set_xticklabels(names)
-    ax.set_ylabel("relative to local copy (higher is better)")
+    ax.set_ylabel("relative to local copy, log scale (higher is better)")
     ax.set_title(f"os2g vs s3fs vs rclone, {meta.get('latency_ms')} ms S3 latency, {meta.get('date')}")
     ax.legend(fontsize=8, ncol=3)
     fig.tight_layout()
