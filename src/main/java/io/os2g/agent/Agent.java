@@ -90,10 +90,6 @@ public final class Agent implements AutoCloseable {
         handles.remove(handle);
     }
 
-    public int openHandles() {
-        return handles.size();
-    }
-
     public long fetchedChunks() {
         return fetcher.fetchedChunks();
     }

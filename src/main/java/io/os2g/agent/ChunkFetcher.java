@@ -108,10 +108,6 @@ final class ChunkFetcher implements AutoCloseable {
         return failures.sum();
     }
 
-    int inFlight() {
-        return inFlight.size();
-    }
-
     @Override
     public void close() {
         executor.shutdownNow();

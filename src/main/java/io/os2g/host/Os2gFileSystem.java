@@ -302,10 +302,6 @@ public final class Os2gFileSystem implements FuseOperations {
         return -Errno.EROFS;
     }
 
-    public int openHandles() {
-        return handles.size();
-    }
-
     private static int fail(String op, String path, RuntimeException e) {
         if (e instanceof ErrnoException errno) {
             if (errno.errno() != Errno.ENOENT) {

@@ -144,11 +144,6 @@ public final class Namespace {
         return node;
     }
 
-    /** Drops every cached listing (used when the TTL is forever and the user asks for a refresh). */
-    public void invalidateAll() {
-        directories.invalidateAll();
-    }
-
     public int knownInodes() {
         return inodes.size();
     }

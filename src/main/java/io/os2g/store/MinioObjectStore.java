@@ -39,7 +39,6 @@ public final class MinioObjectStore implements ObjectStore {
     private final MinioClient client;
     private final OkHttpClient http;
     private final LongAdder gets = new LongAdder();
-    private final LongAdder lists = new LongAdder();
     private final LongAdder retries = new LongAdder();
 
     public MinioObjectStore(StoreConfig config) {
@@ -85,11 +84,6 @@ public final class MinioObjectStore implements ObjectStore {
         return gets.sum();
     }
 
-    /** LIST requests sent (one per page attempt). */
-    public long listCount() {
-        return lists.sum();
-    }
-
     /** Attempts that failed transiently and were tried again. */
     public long retryCount() {
         return retries.sum();
@@ -115,7 +109,6 @@ public final class MinioObjectStore implements ObjectStore {
         }
         List<ObjectSummary> objects = new ArrayList<>();
         List<String> prefixes = new ArrayList<>();
-        lists.increment();
         try {
             for (Result<Item> result : client.listObjects(args.build())) {
                 Item item = result.get();
