@@ -41,8 +41,12 @@ public final class Agent implements AutoCloseable {
         return layout;
     }
 
-    /** Opens {@code file} at the version (ETag) the namespace saw; returns the handle. */
-    public long open(Node.File file) {
+    /** Opens object {@code key} at the version {@code etag} the shim saw in its listing; returns the handle. */
+    public long open(long inode, String key, String etag, long size) {
+        return open(new Node.File(inode, key, size, etag, 0));
+    }
+
+    long open(Node.File file) {
         long handle = nextHandle.getAndIncrement();
         handles.put(handle, new OpenFile(file,
                 new ReadaheadWindow(config.initialReadahead(), config.maxReadahead(), config.chunkSize())));

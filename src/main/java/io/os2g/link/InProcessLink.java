@@ -1,7 +1,6 @@
 package io.os2g.link;
 
 import io.os2g.agent.Agent;
-import io.os2g.namespace.Node;
 import java.util.concurrent.CompletableFuture;
 
 /** The link when shim and agent share a process (the default {@code os2g mount}): direct calls. */
@@ -15,7 +14,7 @@ public final class InProcessLink implements AgentLink {
 
     @Override
     public long open(OpenRequest request) {
-        return agent.open(new Node.File(request.inode(), request.key(), request.size(), request.etag(), 0));
+        return agent.open(request.inode(), request.key(), request.etag(), request.size());
     }
 
     @Override
