@@ -46,9 +46,12 @@ def mounted(path) -> bool:
 
 
 class S3Server:
-    def __init__(self, latency_ms=0):
+    """`os2g s3-server`: in memory, or over `directory` (which outlives a restart on the same port)."""
+
+    def __init__(self, latency_ms=0, directory=None, port=0):
+        backend = ["--dir", str(directory)] if directory else ["--memory"]
         self.proc = subprocess.Popen(
-            [OS2G, "s3-server", "--memory", "--latency-ms", str(latency_ms)],
+            [OS2G, "s3-server", *backend, "--port", str(port), "--latency-ms", str(latency_ms)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         for line in self.proc.stdout:
             if line.startswith("endpoint "):
@@ -109,6 +112,32 @@ class Mount:
         if mounted(self.path):
             subprocess.run(["fusermount3", "-u", "-z", str(self.path)], check=False)
         return rc
+
+
+class Tally:
+    """What the reliability tests tried, summed over the run and printed at its end."""
+
+    counts = {}
+
+    @classmethod
+    def add(cls, what, n=1):
+        cls.counts[what] = cls.counts.get(what, 0) + n
+
+
+def pytest_terminal_summary(terminalreporter):
+    if Tally.counts:
+        terminalreporter.section("reliability tally")
+        for what, n in sorted(Tally.counts.items()):
+            terminalreporter.write_line(f"{what}: {n}")
+
+
+def read_verified(path, expected_sha256):
+    """Reads a whole file; its bytes must hash to what was put, or the read must fail (never wrong bytes)."""
+    data = Path(path).read_bytes()
+    assert sha256(data) == expected_sha256, f"wrong bytes from {path}"
+    Tally.add("reads verified (sha256)")
+    Tally.add("bytes verified", len(data))
+    return data
 
 
 @pytest.fixture(scope="session")

@@ -1,17 +1,21 @@
 package io.os2g.agent;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkKey;
 import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
 import io.os2g.staging.Reservation;
 import io.os2g.store.ObjectStore;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -19,10 +23,20 @@ import org.slf4j.LoggerFactory;
 /**
  * Stages chunks: one ranged GET per chunk, with If-Match, into reserved pages; one GET per chunk
  * however many readers ask for it at once.
+ *
+ * <p>A failed fetch is remembered for {@link #FAILURE_MEMORY}: a request for that chunk within it
+ * fails at once with the same error. The kernel asks again for a page whose readahead failed, and
+ * without this the reader would wait out every retry and deadline twice before it saw EIO.
  */
 final class ChunkFetcher implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(ChunkFetcher.class);
+
+    /** A chunk of one object version: a failure of an old version says nothing about the new one. */
+    private record Version(ChunkKey key, String etag) {
+    }
+
+    static final Duration FAILURE_MEMORY = Duration.ofSeconds(1);
 
     private final ObjectStore store;
     private final ExtentIndex index;
@@ -33,6 +47,10 @@ final class ChunkFetcher implements AutoCloseable {
     private final LongAdder fetched = new LongAdder();
     private final LongAdder fetchedBytes = new LongAdder();
     private final LongAdder failures = new LongAdder();
+    private final Cache<Version, Throwable> recentFailures = Caffeine.newBuilder()
+            .expireAfterWrite(FAILURE_MEMORY)
+            .maximumSize(4096)
+            .build();
 
     ChunkFetcher(ObjectStore store, ExtentIndex index, ChunkLayout layout, int maxInFlight) {
         this.store = store;
@@ -46,6 +64,10 @@ final class ChunkFetcher implements AutoCloseable {
         ChunkKey key = new ChunkKey(file.inode(), chunk);
         if (index.contains(key, file.etag())) {
             return CompletableFuture.completedFuture(null);
+        }
+        Throwable failed = recentFailures.getIfPresent(new Version(key, file.etag()));
+        if (failed != null) {
+            return CompletableFuture.failedFuture(failed);
         }
         CompletableFuture<Void> mine = new CompletableFuture<>();
         CompletableFuture<Void> running = inFlight.putIfAbsent(key, mine);
@@ -91,6 +113,7 @@ final class ChunkFetcher implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
             LOG.debug("fetch of {} chunk {} failed: {}", file.key(), key.index(), t.toString());
+            recentFailures.put(new Version(key, file.etag()), t);
             inFlight.remove(key, done);
             done.completeExceptionally(t);
         }
@@ -108,8 +131,16 @@ final class ChunkFetcher implements AutoCloseable {
         return failures.sum();
     }
 
+    /** Interrupts the fetches in flight and waits (a little) for them to give their pages back. */
     @Override
     public void close() {
         executor.shutdownNow();
+        try {
+            if (!executor.awaitTermination(5, TimeUnit.SECONDS)) {
+                LOG.warn("chunk fetches still running 5 s after the agent closed");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 }

@@ -98,6 +98,11 @@ final class Gateway implements AutoCloseable {
         namespace.close();
         link.close();
         store.close();
+        // what readers and fetches still hold once nothing can run: anything but 0 is a leak
+        int pinned = index.pinnedChunks();
+        long inFlight = index.inFlightBytes();
+        (pinned == 0 && inFlight == 0 ? LOG.atInfo() : LOG.atWarn()).log(
+                "staging at unmount: {} chunks staged, {} pinned, {} bytes in flight", index.stagedChunks(), pinned, inFlight);
         region.close();
         LOG.info("unmounted {}: served {} bytes in {} reads ({} staging hits, {} misses, {} GETs, {} retries, {} errors, {} files prefetched)",
                 config.mountPoint(), metrics.bytesServed(), metrics.reads(), metrics.stagingHits(),

@@ -3,9 +3,13 @@ package io.os2g.cli;
 import io.os2g.agent.AgentConfig;
 import io.os2g.host.FsConfig;
 import io.os2g.staging.StagingConfig;
+import io.os2g.staging.StagingException;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.RetryPolicy;
 import io.os2g.store.StoreConfig;
+import io.os2g.store.Tls;
+import java.net.URI;
+import java.nio.file.Files;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -52,6 +56,12 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--no-sign-request", description = "Send unsigned requests (public buckets).")
     boolean noSignRequest;
 
+    @Option(names = "--ca-bundle", paramLabel = "FILE", description = "PEM file of the CAs that sign an https endpoint's certificate, trusted instead of the JDK's (default: $AWS_CA_BUNDLE if set).")
+    Path caBundle;
+
+    @Option(names = "--insecure-skip-verify", description = "Do not check the https endpoint's certificate. For test setups only: anyone on the path can then read and alter the data.")
+    boolean insecureSkipVerify;
+
     @Option(names = "--virtual-host-style", description = "Address the bucket as a host name (default: path style).")
     boolean virtualHostStyle;
 
@@ -94,10 +104,11 @@ final class MountCommand implements Callable<Integer> {
             description = "Small files of a directory being read through to stage ahead of their open; 0 turns it off (default: ${DEFAULT-VALUE}).")
     int dirPrefetch;
 
-    @Option(names = "--request-timeout", paramLabel = "SECONDS", defaultValue = "30", description = "Deadline of one S3 request (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--request-timeout", paramLabel = "SECONDS", defaultValue = "10", description = "Deadline of one S3 request, body included (default: ${DEFAULT-VALUE}).")
     int requestTimeout;
 
-    @Option(names = "--retries", paramLabel = "N", defaultValue = "3", description = "Retries of a failed S3 request (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--retries", paramLabel = "N", defaultValue = "6",
+            description = "Retries of an S3 request that failed transiently (refused, reset, timed out, 5xx, SlowDown), backing off 100 ms doubling to 5 s: the default rides out about 3 s of outage (default: ${DEFAULT-VALUE}).")
     int retries;
 
     @Option(names = "--fsname", paramLabel = "NAME", description = "Source name shown in /proc/mounts and df (default: os2g:BUCKET[/PREFIX]).")
@@ -120,14 +131,19 @@ final class MountCommand implements Callable<Integer> {
             return Daemon.detach(config.mountPoint());
         }
         Preflight.fuseAvailable();
+        Preflight.stagingFits(config.staging());
         MinioObjectStore store = new MinioObjectStore(config.store());
+        Gateway gateway;
         try {
             Preflight.storeAnswers(store, config.store().endpoint(), config.prefix());
+            gateway = Gateway.mount(config, store);
+        } catch (StagingException e) {
+            store.close();
+            throw new UsageError(e.getMessage());
         } catch (RuntimeException e) {
             store.close();
             throw e;
         }
-        Gateway gateway = Gateway.mount(config, store);
         // SIGINT/SIGTERM: unmount and clean up, then exit 0 (a clean unmount is success, not "killed by signal")
         Thread hook = new Thread(() -> {
             int status = 0;
@@ -185,8 +201,9 @@ final class MountCommand implements Callable<Integer> {
         }
         RetryPolicy retry = new RetryPolicy(retries + 1, RetryPolicy.DEFAULT.baseDelay(), RetryPolicy.DEFAULT.maxDelay(),
                 Duration.ofSeconds(requestTimeout));
-        StoreConfig store = new StoreConfig(Preflight.endpoint(endpointText), regionText, bucket,
-                credentials.credentials(), virtualHostStyle, retry, Math.max(16, maxFetches * 2));
+        URI endpointUri = Preflight.endpoint(endpointText);
+        StoreConfig store = new StoreConfig(endpointUri, regionText, bucket,
+                credentials.credentials(), virtualHostStyle, retry, Math.max(16, maxFetches * 2), tls(endpointUri));
 
         Path mount = Preflight.mountPoint(mountPoint);
         long chunk = Sizes.parse("--chunk-size", chunkSize);
@@ -230,6 +247,26 @@ final class MountCommand implements Callable<Integer> {
             }
         }
         return new MountConfig(store, prefix, ttl, stagingConfig, agent, fs, mount, options);
+    }
+
+    private Tls tls(URI endpoint) {
+        if (!endpoint.getScheme().equals("https")) {
+            return Tls.SYSTEM;
+        }
+        if (insecureSkipVerify) {
+            LOG.warn("--insecure-skip-verify: the certificate of {} is NOT checked; anyone on the path can read and alter "
+                    + "the data and see the signed requests. Use it for test setups only; give --ca-bundle for a private CA", endpoint);
+            return new Tls(null, true);
+        }
+        Path bundle = caBundle;
+        String fromEnv = System.getenv("AWS_CA_BUNDLE");
+        if (bundle == null && fromEnv != null && !fromEnv.isBlank()) {
+            bundle = Path.of(fromEnv);
+        }
+        if (bundle != null && !Files.isReadable(bundle)) {
+            throw new UsageError((caBundle != null ? "--ca-bundle" : "AWS_CA_BUNDLE") + " is not a readable file: " + bundle);
+        }
+        return new Tls(bundle, false);
     }
 
     static Duration parseTtl(String text) {

@@ -5,8 +5,12 @@ import io.os2g.store.ObjectStore;
 import io.os2g.store.StoreException;
 import java.net.URI;
 import java.net.URISyntaxException;
+import io.os2g.staging.StagingConfig;
+import java.io.IOException;
+import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.stream.Stream;
 
 /** The checks made before mounting; each failure is one line a user can act on. */
 final class Preflight {
@@ -49,6 +53,49 @@ final class Preflight {
         return path;
     }
 
+    /**
+     * The staging dir's file system must be writable and have room for the whole region now: segment
+     * files are sparse, and a page the file system cannot back would be SIGBUS at first touch.
+     */
+    static void stagingFits(StagingConfig staging) {
+        Path dir = staging.directory();
+        Path existing = dir;
+        while (existing != null && !Files.exists(existing)) {
+            existing = existing.getParent();
+        }
+        if (existing == null) {
+            throw new UsageError("staging dir has no existing parent: " + dir);
+        }
+        try {
+            FileStore store = Files.getFileStore(existing);
+            if (store.isReadOnly()) {
+                throw new UsageError("staging dir " + dir + " is on a read-only file system (" + store + "); give --staging-dir on a writable one");
+            }
+            long reclaimable = Files.isDirectory(dir) ? sizeOf(dir) : 0;
+            long free = store.getUsableSpace() + reclaimable;
+            if (free < staging.capacity()) {
+                throw new UsageError("staging dir " + dir + " has " + Sizes.format(free) + " free on its file system ("
+                        + store + "), below --staging-size " + Sizes.format(staging.capacity())
+                        + "; give a smaller --staging-size, or more room (docker run --shm-size for /dev/shm)");
+            }
+        } catch (IOException e) {
+            throw new UsageError("cannot inspect the file system of staging dir " + dir + ": " + e.getMessage());
+        }
+    }
+
+    /** Bytes held by a crashed mount's segment files, which claiming the dir frees. */
+    private static long sizeOf(Path dir) throws IOException {
+        try (Stream<Path> files = Files.list(dir)) {
+            long total = 0;
+            for (Path f : (Iterable<Path>) files::iterator) {
+                if (Files.isRegularFile(f)) {
+                    total += Files.size(f);
+                }
+            }
+            return total;
+        }
+    }
+
     static void fuseAvailable() {
         if (!Files.exists(Path.of("/dev/fuse"))) {
             throw new UsageError("/dev/fuse is missing: load the module (modprobe fuse), or give a container --device /dev/fuse --cap-add SYS_ADMIN");
@@ -82,6 +129,7 @@ final class Preflight {
             String bucket = store.bucket();
             throw new UsageError(switch (e.kind()) {
                 case UNREACHABLE -> "cannot reach the endpoint " + endpoint + ": " + rootCause(e);
+                case UNTRUSTED -> rootCause(e) + "; give its CA with --ca-bundle FILE (or AWS_CA_BUNDLE), or --insecure-skip-verify for a test setup";
                 case UNAVAILABLE -> "the endpoint " + endpoint + " did not answer in time: " + rootCause(e);
                 case BAD_CREDENTIALS -> "credentials rejected by " + endpoint + " (" + rootCause(e)
                         + "); check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, --profile or --credentials-file";

@@ -24,6 +24,8 @@ final class S3Server implements AutoCloseable {
 
     static final String ACCESS_KEY = "os2g-demo";
     static final String SECRET_KEY = "os2g-demo-secret";
+    /** Password of the key store given for https (a test server's self-signed key). */
+    static final String KEYSTORE_PASSWORD = "os2g-demo";
 
     private final S3Proxy proxy;
     private final BlobStoreContext context;
@@ -40,8 +42,10 @@ final class S3Server implements AutoCloseable {
      *     which, unlike a file system, holds any key (a key {@code a} beside {@code a/}, {@code ..})
      * @param port TCP port on 127.0.0.1, or 0 for a free one
      * @param latencyMillis delay added to each GET, LIST and HEAD (0 for none)
+     * @param keyStore for https: a key store (password {@value #KEYSTORE_PASSWORD}) with the server's
+     *     key and certificate; null for plain http
      */
-    static S3Server start(Path directory, int port, long latencyMillis) throws Exception {
+    static S3Server start(Path directory, int port, long latencyMillis, Path keyStore) throws Exception {
         Properties backend = new Properties();
         if (directory != null) {
             backend.setProperty("jclouds.filesystem.basedir", directory.toAbsolutePath().toString());
@@ -55,10 +59,15 @@ final class S3Server implements AutoCloseable {
             blobStore = withLatency(blobStore, latencyMillis);
         }
         int chosen = port != 0 ? port : freePort();
-        URI endpoint = URI.create("http://127.0.0.1:" + chosen);
-        S3Proxy proxy = S3Proxy.builder()
+        URI endpoint = URI.create((keyStore != null ? "https" : "http") + "://127.0.0.1:" + chosen);
+        S3Proxy.Builder builder = S3Proxy.builder();
+        if (keyStore != null) {
+            builder.secureEndpoint(endpoint).keyStore(keyStore.toAbsolutePath().toString(), KEYSTORE_PASSWORD);
+        } else {
+            builder.endpoint(endpoint);
+        }
+        S3Proxy proxy = builder
                 .blobStore(blobStore)
-                .endpoint(endpoint)
                 .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
                 .ignoreUnknownHeaders(true)
                 .jettyMaxThreads(64)

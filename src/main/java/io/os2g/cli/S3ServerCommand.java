@@ -25,6 +25,10 @@ final class S3ServerCommand implements Callable<Integer> {
     @Option(names = "--latency-ms", defaultValue = "0", paramLabel = "MS", description = "Delay added to every GET, LIST and HEAD.")
     long latencyMs;
 
+    @Option(names = "--tls-keystore", paramLabel = "FILE",
+            description = "Serve https with the key and certificate in this key store (password " + S3Server.KEYSTORE_PASSWORD + ").")
+    Path tlsKeyStore;
+
     @Option(names = "--bucket", paramLabel = "NAME", description = "Create this bucket if it does not exist.")
     String bucket;
 
@@ -36,7 +40,7 @@ final class S3ServerCommand implements Callable<Integer> {
         if (dir != null) {
             Files.createDirectories(dir);
         }
-        try (S3Server server = S3Server.start(memory ? null : dir, port, latencyMs)) {
+        try (S3Server server = S3Server.start(memory ? null : dir, port, latencyMs, tlsKeyStore)) {
             if (bucket != null && !server.blobStore().containerExists(bucket)) {
                 server.blobStore().createContainerInLocation(null, bucket);
             }

@@ -31,6 +31,8 @@ public final class ExtentIndex {
     private final ArrayDeque<StagedChunk> clock = new ArrayDeque<>();
     private final PageAllocator allocator;
     private final LongAdder evictions = new LongAdder();
+    /** Pages reserved by fetches not yet published or cancelled; guarded by {@link #lock}. */
+    private int inFlightPages;
 
     public ExtentIndex(StagingRegion region) {
         this.region = region;
@@ -80,7 +82,8 @@ public final class ExtentIndex {
      * Sets aside pages for {@code length} bytes, evicting unpinned chunks as needed; waits while every
      * page is pinned or in flight.
      *
-     * @throws StagingException when the chunk can never fit, or no space came free before the deadline
+     * @throws StagingException when the chunk can never fit, no space came free before the deadline,
+     *     or the file system behind the region is full
      */
     public Reservation reserve(int length) {
         int pageSize = region.pageSize();
@@ -105,6 +108,7 @@ public final class ExtentIndex {
                 spaceFreed.awaitNanos(Math.min(left, SPACE_POLL_NANOS));
             }
             pages = allocator.take(needed);
+            inFlightPages += needed;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new StagingException("interrupted while waiting for staging space", e);
@@ -115,7 +119,12 @@ public final class ExtentIndex {
         for (int page : pages) {
             highest = Math.max(highest, page);
         }
-        region.populateBelow(highest + 1);
+        try {
+            region.populateBelow(highest + 1);
+        } catch (StagingException e) {
+            cancel(pages);
+            throw e;
+        }
         return new Reservation(this, length, pages);
     }
 
@@ -123,6 +132,7 @@ public final class ExtentIndex {
         StagedChunk chunk = new StagedChunk(key, etag, length, pages);
         lock.lock();
         try {
+            inFlightPages -= pages.length;
             StagedChunk old = chunks.put(key, chunk);
             clock.addLast(chunk);
             if (old != null && old.tryKill()) {
@@ -135,9 +145,11 @@ public final class ExtentIndex {
         return chunk;
     }
 
-    void free(int[] pages) {
+    /** Gives back the pages of a reservation that will not be published. */
+    void cancel(int[] pages) {
         lock.lock();
         try {
+            inFlightPages -= pages.length;
             allocator.give(pages);
             spaceFreed.signalAll();
         } finally {
@@ -188,6 +200,27 @@ public final class ExtentIndex {
 
     public int stagedChunks() {
         return chunks.size();
+    }
+
+    /** Staged chunks a reader holds pinned now (a moment's answer: for stats and the unmount check). */
+    public int pinnedChunks() {
+        int n = 0;
+        for (StagedChunk chunk : chunks.values()) {
+            if (chunk.pinCount() > 0) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Bytes reserved by fetches in flight, not yet published. */
+    public long inFlightBytes() {
+        lock.lock();
+        try {
+            return (long) inFlightPages * region.pageSize();
+        } finally {
+            lock.unlock();
+        }
     }
 
     public long freeBytes() {

@@ -70,7 +70,7 @@ public final class Reservation {
     public void cancel() {
         if (!done) {
             markDone();
-            index.free(pages);
+            index.cancel(pages);
         }
     }
 

@@ -76,6 +76,9 @@ public final class StagingRegion implements AutoCloseable {
      * on the read path had cost half the gateway's CPU in the sequential benchmark (page faults are
      * dear, dearer in a VM); populating only as far as the allocator has reached keeps a small working
      * set from paying for the whole region. Shared memory counts in RSS once populated.
+     *
+     * @throws StagingException when the file system behind the segments is full: touching those pages
+     *     would have been SIGBUS
      */
     void populateBelow(int pages) {
         synchronized (this) {
@@ -88,9 +91,15 @@ public final class StagingRegion implements AutoCloseable {
                 int end = Math.min(target, (segment + 1) * pagesPerSegment);
                 MemorySegment range = segments[segment].asSlice((long) (page % pagesPerSegment) << pageShift,
                         (long) (end - page) << pageShift);
-                if (!Madvise.populateWrite(range)) {
+                int errno = Madvise.populateWrite(range);
+                if (errno == Madvise.EINVAL) {
                     populateUnsupported = true; // a kernel before 5.14: pages fault in on first use
                     return;
+                }
+                if (errno != 0) {
+                    populatedPages = page;
+                    throw new StagingException("no room for staging pages in " + directory.path()
+                            + " (its file system is full; errno " + errno + "): the region was sized beyond what it can hold");
                 }
                 page = end;
             }

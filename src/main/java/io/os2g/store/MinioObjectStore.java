@@ -9,18 +9,22 @@ import io.minio.credentials.StaticProvider;
 import io.minio.errors.ErrorResponseException;
 import io.minio.errors.InvalidResponseException;
 import io.minio.errors.ServerException;
+import io.minio.http.HttpUtils;
 import io.minio.messages.Item;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.ConnectException;
 import java.net.NoRouteToHostException;
 import java.net.UnknownHostException;
+import java.security.GeneralSecurityException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLHandshakeException;
+import javax.net.ssl.SSLPeerUnverifiedException;
 import okhttp3.ConnectionPool;
 import okhttp3.Dispatcher;
 import okhttp3.OkHttpClient;
@@ -47,7 +51,7 @@ public final class MinioObjectStore implements ObjectStore {
         Dispatcher dispatcher = new Dispatcher();
         dispatcher.setMaxRequests(config.maxConnections());
         dispatcher.setMaxRequestsPerHost(config.maxConnections());
-        this.http = new OkHttpClient.Builder()
+        OkHttpClient base = new OkHttpClient.Builder()
                 .connectTimeout(CONNECT_TIMEOUT)
                 .readTimeout(call)
                 .writeTimeout(call)
@@ -57,6 +61,7 @@ public final class MinioObjectStore implements ObjectStore {
                 .connectionPool(new ConnectionPool(config.maxConnections(), 5, TimeUnit.MINUTES))
                 .dispatcher(dispatcher)
                 .build();
+        this.http = withTls(base, config);
         MinioClient.Builder builder = MinioClient.builder()
                 .endpoint(config.endpoint().toString())
                 .region(config.region())
@@ -71,6 +76,25 @@ public final class MinioObjectStore implements ObjectStore {
             client.enableVirtualStyleEndpoint();
         } else {
             client.disableVirtualStyleEndpoint();
+        }
+    }
+
+    private static OkHttpClient withTls(OkHttpClient http, StoreConfig config) {
+        if (!"https".equals(config.endpoint().getScheme())) {
+            return http;
+        }
+        Tls tls = config.tls();
+        try {
+            if (tls.skipVerify()) {
+                return HttpUtils.disableCertCheck(http);
+            }
+            if (tls.caBundle() != null) {
+                return HttpUtils.enableExternalCertificates(http, tls.caBundle().toString());
+            }
+            return http;
+        } catch (GeneralSecurityException | IOException | RuntimeException e) {
+            throw new StoreException(StoreException.Kind.UNTRUSTED,
+                    "cannot use CA bundle " + tls.caBundle() + ": " + e.getMessage(), e);
         }
     }
 
@@ -203,6 +227,11 @@ public final class MinioObjectStore implements ObjectStore {
         }
         if (e instanceof InvalidResponseException) {
             return new StoreException(StoreException.Kind.UNAVAILABLE, "unreadable response: " + where, null);
+        }
+        if (e instanceof SSLHandshakeException || e instanceof SSLPeerUnverifiedException) {
+            // not retried: a certificate does not become trusted by asking again
+            return new StoreException(StoreException.Kind.UNTRUSTED,
+                    "TLS certificate of " + config.endpoint() + " not trusted (" + e.getMessage() + "): " + where, null);
         }
         if (e instanceof ConnectException || e instanceof UnknownHostException
                 || e instanceof NoRouteToHostException || e instanceof SSLException) {

@@ -4,10 +4,13 @@ import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * Bounded retries with exponential backoff and full jitter (the AWS SDK's choice: it spreads a
- * burst of failed clients instead of having them retry in lock-step against a throttling server).
+ * Bounded retries with exponential backoff and equal jitter: half of each backoff is fixed, half
+ * random. The random half spreads a burst of failed clients instead of having them retry in
+ * lock-step against a throttling server; the fixed half guarantees the retries span a server restart
+ * of a few seconds (full jitter can spend all of them in the first few hundred milliseconds).
  *
- * @param maxAttempts attempts in all, the first included (default 4: one try and three retries)
+ * @param maxAttempts attempts in all, the first included (default 7: one try and six retries, whose
+ *     backoffs add up to 3.2-6.3 s)
  * @param baseDelay backoff before the first retry; doubles per retry
  * @param maxDelay cap on one backoff
  * @param requestTimeout deadline of one HTTP call, connection and body included
@@ -15,7 +18,7 @@ import java.util.concurrent.ThreadLocalRandom;
 public record RetryPolicy(int maxAttempts, Duration baseDelay, Duration maxDelay, Duration requestTimeout) {
 
     public static final RetryPolicy DEFAULT =
-            new RetryPolicy(4, Duration.ofMillis(50), Duration.ofSeconds(2), Duration.ofSeconds(30));
+            new RetryPolicy(7, Duration.ofMillis(100), Duration.ofSeconds(5), Duration.ofSeconds(10));
 
     public RetryPolicy {
         if (maxAttempts < 1) {
@@ -23,17 +26,21 @@ public record RetryPolicy(int maxAttempts, Duration baseDelay, Duration maxDelay
         }
     }
 
-    /** The backoff before retry number {@code retry} (1-based), jittered over [0, cap]. */
+    /** The backoff before retry number {@code retry} (1-based), jittered over [cap / 2, cap]. */
     public Duration backoff(int retry) {
-        long cap = Math.min(maxDelay.toMillis(), baseDelay.toMillis() << Math.min(retry - 1, 20));
-        return Duration.ofMillis(ThreadLocalRandom.current().nextLong(cap + 1));
+        long cap = cap(retry);
+        return Duration.ofMillis(cap / 2 + ThreadLocalRandom.current().nextLong(cap - cap / 2 + 1));
+    }
+
+    private long cap(int retry) {
+        return Math.min(maxDelay.toMillis(), baseDelay.toMillis() << Math.min(retry - 1, 20));
     }
 
     /** The longest one call with all its retries can take. */
     public Duration deadline() {
         Duration total = requestTimeout.multipliedBy(maxAttempts);
         for (int r = 1; r < maxAttempts; r++) {
-            total = total.plus(Duration.ofMillis(Math.min(maxDelay.toMillis(), baseDelay.toMillis() << Math.min(r - 1, 20))));
+            total = total.plus(Duration.ofMillis(cap(r)));
         }
         return total;
     }

@@ -14,14 +14,16 @@ import java.util.Objects;
  *     default, because custom endpoints rarely have the DNS for virtual hosts)
  * @param retry retries and deadlines of every call
  * @param maxConnections HTTP connections kept open to the endpoint
+ * @param tls certificate checks of an https endpoint
  */
 public record StoreConfig(URI endpoint, String region, String bucket, Credentials credentials,
-                          boolean virtualHostStyle, RetryPolicy retry, int maxConnections) {
+                          boolean virtualHostStyle, RetryPolicy retry, int maxConnections, Tls tls) {
     public StoreConfig {
         Objects.requireNonNull(endpoint, "endpoint");
         Objects.requireNonNull(region, "region");
         Objects.requireNonNull(bucket, "bucket");
         Objects.requireNonNull(credentials, "credentials");
         Objects.requireNonNull(retry, "retry");
+        Objects.requireNonNull(tls, "tls");
     }
 }

@@ -18,8 +18,10 @@ public final class StoreException extends ErrnoException {
         ACCESS_DENIED,
         /** The object changed since it was opened (If-Match failed). */
         CHANGED,
-        /** The endpoint could not be reached (refused, unknown host, TLS failure). */
+        /** The endpoint could not be reached (refused, unknown host, a TLS connection that broke). */
         UNREACHABLE,
+        /** The endpoint's TLS certificate is not trusted (unknown CA, wrong host name, expired). */
+        UNTRUSTED,
         /** The deadline passed or retries ran out on transient errors (timeouts, 5xx, SlowDown). */
         UNAVAILABLE,
         /** Anything else the server answered that os2g does not expect. */
@@ -46,7 +48,7 @@ public final class StoreException extends ErrnoException {
         return switch (kind) {
             case NOT_FOUND, NO_SUCH_BUCKET -> Errno.ENOENT;
             case ACCESS_DENIED, BAD_CREDENTIALS -> Errno.EACCES;
-            case CHANGED, UNREACHABLE, UNAVAILABLE, PROTOCOL -> Errno.EIO;
+            case CHANGED, UNREACHABLE, UNTRUSTED, UNAVAILABLE, PROTOCOL -> Errno.EIO;
         };
     }
 

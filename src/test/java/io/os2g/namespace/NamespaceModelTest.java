@@ -1,6 +1,7 @@
 package io.os2g.namespace;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.os2g.support.ReferenceStore;
 import java.time.Duration;
@@ -17,13 +18,16 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The namespace against a model: for random key sets (seeded, so a failure replays), walking the tree
- * reaches exactly the keys whose every segment is a valid name and that no directory hides, each by
- * exactly one path, and never crashes.
+ * reaches exactly the keys under the mounted prefix whose every segment is a valid name and that no
+ * directory hides, each by exactly one path, and never crashes. Keys with {@code ..}, {@code .},
+ * empty segments (a leading {@code /}, {@code //}), NUL or overlong names never address anything,
+ * and nothing outside the mounted prefix is ever reached.
  */
 @Tag("unit")
 class NamespaceModelTest {
 
-    private static final String[] ATOMS = {"a", "b", "c", ".", "..", "", "d e", "ü", "x.jpg"};
+    private static final String[] ATOMS = {"a", "b", "c", ".", "..", "", "d e", "ü", "x.jpg", "\0", "n\0l",
+        "p", "q", "l".repeat(EntryName.NAME_MAX), "l".repeat(EntryName.NAME_MAX + 1)};
 
     static List<Long> seeds() {
         List<Long> seeds = new ArrayList<>();
@@ -39,10 +43,12 @@ class NamespaceModelTest {
         SplittableRandom random = new SplittableRandom(seed);
         ReferenceStore store = new ReferenceStore();
         Set<String> keys = new HashSet<>();
+        // half the cases mount the prefix p/ and put keys beside it (q/..., p/../q) that must stay out of reach
+        String rootPrefix = random.nextBoolean() ? "" : "p/";
         int count = 1 + random.nextInt(40);
         for (int i = 0; i < count; i++) {
             int depth = 1 + random.nextInt(4);
-            StringBuilder key = new StringBuilder();
+            StringBuilder key = new StringBuilder(random.nextInt(3) == 0 ? "" : rootPrefix);
             for (int d = 0; d < depth; d++) {
                 if (d > 0) {
                     key.append('/');
@@ -60,18 +66,24 @@ class NamespaceModelTest {
             store.put(key, key.length());
         }
 
-        Map<String, Long> expected = new TreeMap<>();
+        Set<String> mounted = new HashSet<>();
         for (String key : keys) {
-            if (visible(key, keys)) {
-                expected.put(key, (long) key.length());
+            if (key.startsWith(rootPrefix) && key.length() > rootPrefix.length()) {
+                mounted.add(key.substring(rootPrefix.length()));
             }
         }
-        Namespace ns = new Namespace(store, "", Duration.ofMinutes(1));
+        Map<String, Long> expected = new TreeMap<>();
+        for (String path : mounted) {
+            if (visible(path, mounted)) {
+                expected.put(path, (long) (rootPrefix.length() + path.length()));
+            }
+        }
+        Namespace ns = new Namespace(store, rootPrefix, Duration.ofMinutes(1));
         Map<String, Long> walked = new TreeMap<>();
         walk(ns, ns.root(), "", walked);
-        assertEquals(expected, walked, "keys: " + keys);
+        assertEquals(expected, walked, "prefix: " + rootPrefix + ", keys: " + keys);
         for (String path : walked.keySet()) {
-            assertEquals(path, ((Node.File) ns.resolve("/" + path)).key());
+            assertEquals(rootPrefix + path, ((Node.File) ns.resolve("/" + path)).key());
         }
     }
 
@@ -91,6 +103,7 @@ class NamespaceModelTest {
 
     private static void walk(Namespace ns, Node.Dir dir, String path, Map<String, Long> files) {
         for (Map.Entry<String, Node> e : ns.list(dir).entries().entrySet()) {
+            assertTrue(EntryName.parse(e.getKey()).isPresent(), "not a file name: " + e.getKey());
             String child = path.isEmpty() ? e.getKey() : path + "/" + e.getKey();
             switch (e.getValue()) {
                 case Node.Dir sub -> walk(ns, sub, child, files);

@@ -6,6 +6,7 @@ import io.minio.PutObjectArgs;
 import io.os2g.store.Credentials;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.RetryPolicy;
+import io.os2g.store.Tls;
 import io.os2g.store.StoreConfig;
 import java.io.ByteArrayInputStream;
 import java.net.URI;
@@ -58,7 +59,7 @@ public final class S3Fixture {
 
     public StoreConfig config(String bucket, Credentials credentials) {
         return new StoreConfig(endpoint(), "us-east-1", bucket, credentials, false,
-                new RetryPolicy(3, Duration.ofMillis(10), Duration.ofMillis(100), Duration.ofSeconds(5)), 16);
+                new RetryPolicy(3, Duration.ofMillis(10), Duration.ofMillis(100), Duration.ofSeconds(5)), 16, Tls.SYSTEM);
     }
 
     public MinioObjectStore store(String bucket) {

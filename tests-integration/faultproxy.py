@@ -1,0 +1,239 @@
+"""A fault-injecting HTTP proxy between a mount and the S3 server, for the reliability tests.
+
+Requests pass through unchanged (the Host header too, so SigV4 signatures stay valid) until a fault
+is armed. A fault applies to the next `count` matching requests (None: every one, until cleared), or
+to each with a probability. Kinds:
+
+  status   answer with an S3 error (500 InternalError, 503 SlowDown, ...) without asking the server;
+           html=True answers as a load balancer in front of the server does: an HTML page
+  stall    hold the response for `seconds` (past the mount's request deadline)
+  reset    send the headers and `after` body bytes, then reset the connection (RST)
+  truncate send the headers with the full Content-Length and `after` body bytes, then close (FIN)
+
+`refuse()` closes the listener and every open connection (connection refused from then on);
+`accept()` listens again on the same port.
+"""
+
+import html
+import http.client
+import random
+import socket
+import struct
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse
+
+HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "upgrade"}
+
+
+class Fault:
+    def __init__(self, kind, *, match="data", count=None, probability=1.0, status=503, code="SlowDown",
+                 seconds=0.0, after=0, html=False):
+        self.kind = kind
+        self.match = match
+        self.count = count
+        self.probability = probability
+        self.status = status
+        self.code = code
+        self.seconds = seconds
+        self.after = after
+        self.html = html
+
+    def __repr__(self):
+        return f"Fault({self.kind}, match={self.match}, count={self.count}, p={self.probability})"
+
+
+def request_class(method, path):
+    """'data' for a GET of an object, 'list' for anything addressed to the bucket itself."""
+    segments = [s for s in path.split("?", 1)[0].split("/") if s]
+    return "data" if method == "GET" and len(segments) >= 2 else "list"
+
+
+class FaultProxy:
+    def __init__(self, upstream):
+        url = urlparse(upstream)
+        self.upstream = (url.hostname, url.port)
+        self.lock = threading.Lock()
+        self.faults = []
+        self.connections = set()
+        self.requests = 0
+        self.injected = 0
+        self.random = random.Random(1234)
+        self.server = None
+        self.port = 0
+        self.accept()
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def arm(self, fault):
+        with self.lock:
+            self.faults.append(fault)
+        return fault
+
+    def clear(self):
+        with self.lock:
+            self.faults.clear()
+
+    def refuse(self):
+        server, self.server = self.server, None
+        if server:
+            server.shutdown()
+            server.server_close()
+        with self.lock:
+            connections = list(self.connections)
+        for c in connections:
+            # the handler thread then sees end of stream and closes the socket for good
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def accept(self):
+        proxy = self
+
+        class Handler(ProxyHandler):
+            owner = proxy
+
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        self.port = server.server_address[1]
+        self.server = server
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.refuse()
+
+    def take(self, method, path):
+        """The fault for this request, if one is armed and applies; uses up one of its count."""
+        kind = request_class(method, path)
+        with self.lock:
+            self.requests += 1
+            for fault in self.faults:
+                if fault.match not in ("any", kind):
+                    continue
+                if fault.count is not None and fault.count <= 0:
+                    continue
+                if fault.probability < 1.0 and self.random.random() >= fault.probability:
+                    continue
+                if fault.count is not None:
+                    fault.count -= 1
+                self.injected += 1
+                return fault
+        return None
+
+
+def abort(sock):
+    """Close with RST, not FIN: the peer sees 'connection reset' (once the handler's files close too)."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+    except OSError:
+        pass
+
+
+class ProxyHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    owner: FaultProxy = None
+
+    def setup(self):
+        super().setup()
+        self.upstream = None
+        with self.owner.lock:
+            self.owner.connections.add(self.connection)
+
+    def finish(self):
+        with self.owner.lock:
+            self.owner.connections.discard(self.connection)
+        try:
+            super().finish()
+        except OSError:
+            pass
+        if self.upstream:
+            self.upstream.close()
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        fault = self.owner.take(self.command, self.path)
+        if fault and fault.kind == "status":
+            return self.answer_error(fault)
+        if fault and fault.kind == "stall":
+            time.sleep(fault.seconds)
+        try:
+            status, reason, headers, data = self.forward(body)
+        except (OSError, http.client.HTTPException):
+            # the server is down or hung up: so does the proxy, without an answer
+            self.close_connection = True
+            abort(self.connection)
+            return
+        out = [f"HTTP/1.1 {status} {reason}\r\n"]
+        for k, v in headers:
+            if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
+                out.append(f"{k}: {v}\r\n")
+        full = int(dict((k.lower(), v) for k, v in headers).get("content-length", len(data))) \
+            if self.command == "HEAD" else len(data)
+        out.append(f"Content-Length: {full}\r\n\r\n")
+        try:
+            self.wfile.write("".join(out).encode("latin-1"))
+            if fault and fault.kind in ("reset", "truncate") and self.command == "GET":
+                self.wfile.write(data[: min(fault.after, max(0, len(data) - 1))])
+                self.wfile.flush()
+                self.close_connection = True
+                if fault.kind == "reset":
+                    abort(self.connection)
+                else:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+
+    do_HEAD = do_PUT = do_POST = do_DELETE = do_GET
+
+    def forward(self, body):
+        for attempt in range(2):
+            if self.upstream is None:
+                self.upstream = http.client.HTTPConnection(*self.owner.upstream, timeout=60)
+            try:
+                self.upstream.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+                for k, v in self.headers.items():
+                    if k.lower() not in HOP_BY_HOP:
+                        self.upstream.putheader(k, v)
+                self.upstream.endheaders(body)
+                response = self.upstream.getresponse()
+                data = response.read()
+                return response.status, response.reason, response.getheaders(), data
+            except (OSError, http.client.HTTPException):
+                # a pooled upstream connection the server closed: one fresh try
+                self.upstream.close()
+                self.upstream = None
+                if attempt == 1:
+                    raise
+
+    def answer_error(self, fault):
+        if fault.html:
+            kind = "text/html"
+            body = f"<html><body><h1>{fault.status} Service Temporarily Unavailable</h1></body></html>".encode()
+        else:
+            kind = "application/xml"
+            body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{fault.code}</Code>'
+                    f"<Message>injected by the fault proxy</Message><Resource>{html.escape(self.path)}</Resource>"
+                    f"<RequestId>fault</RequestId></Error>").encode()
+        try:
+            self.send_response(fault.status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
