@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import boto3
+import urllib3
 import pytest
 from botocore.config import Config
 
@@ -48,10 +49,11 @@ def mounted(path) -> bool:
 class S3Server:
     """`os2g s3-server`: in memory, or over `directory` (which outlives a restart on the same port)."""
 
-    def __init__(self, latency_ms=0, directory=None, port=0):
+    def __init__(self, latency_ms=0, directory=None, port=0, tls_keystore=None):
         backend = ["--dir", str(directory)] if directory else ["--memory"]
+        tls = ["--tls-keystore", str(tls_keystore)] if tls_keystore else []
         self.proc = subprocess.Popen(
-            [OS2G, "s3-server", *backend, "--port", str(port), "--latency-ms", str(latency_ms)],
+            [OS2G, "s3-server", *backend, *tls, "--port", str(port), "--latency-ms", str(latency_ms)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         for line in self.proc.stdout:
             if line.startswith("endpoint "):
@@ -59,9 +61,10 @@ class S3Server:
                 break
         else:
             raise RuntimeError("s3-server exited before it listened")
+        urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # a test server's own certificate
         self.client = boto3.client(
             "s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY,
-            aws_secret_access_key=SECRET_KEY, region_name="us-east-1",
+            aws_secret_access_key=SECRET_KEY, region_name="us-east-1", verify=False,
             config=Config(max_pool_connections=32, retries={"max_attempts": 5}))
 
     def bucket(self, name, objects=None, threads=16):
@@ -80,11 +83,11 @@ class S3Server:
 class Mount:
     """A foreground `os2g mount` process; usable once the kernel lists the mount."""
 
-    def __init__(self, server, bucket, extra=(), env=None):
+    def __init__(self, server, bucket, extra=(), env=None, staging=None):
         self.dir = Path(tempfile.mkdtemp(prefix="os2g-it-"))
         self.path = self.dir / "mnt"
         self.path.mkdir()
-        self.staging = self.dir / "staging"
+        self.staging = Path(staging) if staging else self.dir / "staging"
         self.log = open(self.dir / "mount.log", "w+")
         command = [OS2G, "mount", bucket, str(self.path), "--endpoint", server.endpoint,
                    "--staging-dir", str(self.staging), *extra]
