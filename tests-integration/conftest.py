@@ -54,7 +54,9 @@ class S3Server:
         tls = ["--tls-keystore", str(tls_keystore)] if tls_keystore else []
         self.proc = subprocess.Popen(
             [OS2G, "s3-server", *backend, *tls, "--port", str(port), "--latency-ms", str(latency_ms)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            # the in-memory backend holds every object of the session on its heap (the later -Xmx wins)
+            env={**os.environ, "OS2G_JAVA_OPTS": "-Xmx3g"})
         for line in self.proc.stdout:
             if line.startswith("endpoint "):
                 self.endpoint = line.split()[1]
@@ -74,6 +76,15 @@ class S3Server:
                 list(pool.map(lambda kv: self.client.put_object(Bucket=name, Key=kv[0], Body=kv[1]),
                               objects.items()))
         return name
+
+    def drop(self, name):
+        """Deletes a bucket and its objects: the in-memory server keeps them for the whole session."""
+        paginator = self.client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=name):
+            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if keys:
+                self.client.delete_objects(Bucket=name, Delete={"Objects": keys})
+        self.client.delete_bucket(Bucket=name)
 
     def stop(self):
         self.proc.terminate()

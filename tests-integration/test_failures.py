@@ -53,6 +53,24 @@ def test_object_changed_while_open_is_eio_and_the_next_open_after_the_ttl_sees_i
         assert m.stop() == 0
 
 
+def test_object_deleted_while_open_is_eio_and_gone_after_the_ttl(s3):
+    size = 24 << 20
+    s3.bucket("it-delete", {"obj": payload(size, 3)})
+    m = Mount(s3, "it-delete", ["--metadata-ttl", "1", "--chunk-size", "1M"])
+    try:
+        with open(m.path / "obj", "rb", buffering=0) as f:
+            assert f.read(1 << 20) == payload(size, 3)[: 1 << 20]
+            s3.client.delete_object(Bucket="it-delete", Key="obj")
+            with pytest.raises(OSError) as e:
+                f.seek(20 << 20)
+                f.read(1 << 20)
+            assert e.value.errno == errno.EIO, "deleted under an open handle is EIO, as a changed object is"
+        time.sleep(2)
+        assert not (m.path / "obj").exists()
+    finally:
+        assert m.stop() == 0
+
+
 def test_daemon_detaches_once_mounted(s3, tmp_path):
     s3.bucket("it-daemon", {"x": b"daemon"})
     mnt = tmp_path / "mnt"

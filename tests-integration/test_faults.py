@@ -175,14 +175,14 @@ def test_listing_faults_are_retried_or_eio(rig):
 
 
 def test_random_faults_under_concurrent_readers_never_give_wrong_bytes(rig):
-    """A fifth of all data requests fail one way or another; readers see right bytes or EIO."""
+    """About a quarter of all data requests fail one way or another; readers see right bytes or EIO."""
     proxy, m, files = rig
     names = files.make("chaos", [SMALL] * 40 + [LARGE] * 6)
-    for fault in (Fault("status", status=503, code="SlowDown", probability=0.06),
-                  Fault("status", status=500, code="InternalError", probability=0.04),
-                  Fault("reset", after=30_000, probability=0.04),
-                  Fault("truncate", after=50_000, probability=0.04),
-                  Fault("stall", seconds=REQUEST_TIMEOUT + 0.5, probability=0.02)):
+    for fault in (Fault("status", status=503, code="SlowDown", probability=0.10),
+                  Fault("status", status=500, code="InternalError", probability=0.06),
+                  Fault("reset", after=30_000, probability=0.06),
+                  Fault("truncate", after=50_000, probability=0.06),
+                  Fault("stall", seconds=REQUEST_TIMEOUT + 0.5, probability=0.03)):
         proxy.arm(fault)
     injected = proxy.injected
     outcomes = {"ok": 0, "eio": 0}

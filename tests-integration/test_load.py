@@ -125,6 +125,7 @@ def test_64_readers_over_mixed_files_for_a_sustained_run(s3):
         assert m.stop() == 0
     assert unmount_report(m) == (0, 0), "every staging page is free once the readers are done"
     assert not m.staging.exists()
+    s3.drop("it-load")
 
 
 def test_full_staging_region_slows_readers_but_never_deadlocks_them(s3):
@@ -142,6 +143,7 @@ def test_full_staging_region_slows_readers_but_never_deadlocks_them(s3):
     finally:
         assert m.stop() == 0
     assert unmount_report(m) == (0, 0)
+    s3.drop("it-tiny")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -173,6 +175,7 @@ def test_signal_during_heavy_reads_unmounts_cleanly(s3, sig):
     assert "ok" in outcomes
     assert unmount_report(m)[1] == 0, "no fetch left holding pages"
     Tally.add("lifecycle cases")
+    s3.drop(bucket)
 
 
 def test_kill_9_then_fusermount_u_and_the_next_mount_reclaims_the_staging_dir(s3):

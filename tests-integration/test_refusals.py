@@ -2,12 +2,13 @@
 
 import os
 import socket
+import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import ACCESS_KEY, CREDENTIALS_ENV, Mount, mounted, run_os2g
+from conftest import ACCESS_KEY, CREDENTIALS_ENV, OS2G, Mount, Tally, mounted, run_os2g
 
 
 def free_port():
@@ -28,6 +29,7 @@ def refused(result, *words):
     assert "Exception" not in result.stderr and "\tat " not in result.stderr
     for w in words:
         assert w in lines[0], lines[0]
+    Tally.add("bad inputs refused")
     return lines[0]
 
 
@@ -78,9 +80,20 @@ def test_staging_size_below_one_chunk(s3, mnt):
 
 
 def test_unknown_option(mnt):
-    r = run_os2g("mount", "data", str(mnt), "--no-such-option")
-    assert r.returncode == 2
-    assert "no-such-option" in r.stderr and "Exception" not in r.stderr
+    refused(run_os2g("mount", "data", str(mnt), "--no-such-option"), "no-such-option", "--help")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="drops root's capabilities to be refused by permission bits")
+def test_mountpoint_not_permitted(s3, mnt):
+    target = mnt / "private"
+    target.mkdir()
+    os.chown(target, 65534, 65534)
+    os.chmod(target, 0o700)
+    # root without CAP_DAC_OVERRIDE is held to the permission bits, as any other user is
+    r = subprocess.run(["setpriv", "--bounding-set=-dac_override,-dac_read_search", OS2G, "mount", "data",
+                        str(target), "--endpoint", s3.endpoint],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, **CREDENTIALS_ENV})
+    refused(r, "not accessible")
 
 
 def test_secret_never_on_the_command_line_or_in_logs(s3):

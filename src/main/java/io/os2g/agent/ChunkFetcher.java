@@ -2,12 +2,14 @@ package io.os2g.agent;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import io.os2g.Errno;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkKey;
 import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
 import io.os2g.staging.Reservation;
 import io.os2g.store.ObjectStore;
+import io.os2g.store.StoreException;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -78,7 +80,7 @@ final class ChunkFetcher implements AutoCloseable {
             executor.execute(() -> fetch(file, key, mine));
         } catch (RejectedExecutionException e) {
             inFlight.remove(key, mine);
-            mine.completeExceptionally(new AgentException(io.os2g.Errno.EIO, "agent is shutting down", e));
+            mine.completeExceptionally(new AgentException(Errno.EIO, "agent is shutting down", e));
         }
         return mine;
     }
@@ -104,7 +106,12 @@ final class ChunkFetcher implements AutoCloseable {
             }
             inFlight.remove(key, done);
             done.complete(null);
-        } catch (Throwable t) {
+        } catch (Throwable thrown) {
+            Throwable t = thrown;
+            if (t instanceof StoreException se && se.kind() == StoreException.Kind.NOT_FOUND) {
+                // the file was open, so it existed: deleted since, like a changed object, is EIO
+                t = new AgentException(Errno.EIO, "deleted since it was opened: " + file.key(), se);
+            }
             if (reservation != null) {
                 reservation.cancel();
             }

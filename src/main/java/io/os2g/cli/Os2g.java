@@ -39,8 +39,8 @@ public final class Os2g implements Runnable {
             return e instanceof io.os2g.ErrnoException || e instanceof io.os2g.host.FuseMount.MountException ? USAGE : 1;
         });
         cli.setParameterExceptionHandler((e, a) -> {
-            System.err.println("os2g: " + e.getMessage());
-            System.err.println("Try 'os2g " + (e.getCommandLine().getCommandName().equals("os2g") ? "" : e.getCommandLine().getCommandName() + " ") + "--help'.");
+            String command = e.getCommandLine().getCommandName().equals("os2g") ? "os2g" : "os2g " + e.getCommandLine().getCommandName();
+            System.err.println("os2g: " + e.getMessage() + " (" + command + " --help lists the options)");
             return USAGE;
         });
         return cli.execute(args);

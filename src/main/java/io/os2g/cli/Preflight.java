@@ -74,7 +74,7 @@ final class Preflight {
             long reclaimable = Files.isDirectory(dir) ? sizeOf(dir) : 0;
             long free = store.getUsableSpace() + reclaimable;
             if (free < staging.capacity()) {
-                throw new UsageError("staging dir " + dir + " has " + Sizes.format(free) + " free on its file system ("
+                throw new UsageError("staging dir " + dir + " has " + Sizes.approximate(free) + " free on its file system ("
                         + store + "), below --staging-size " + Sizes.format(staging.capacity())
                         + "; give a smaller --staging-size, or more room (docker run --shm-size for /dev/shm)");
             }

@@ -49,4 +49,19 @@ final class Sizes {
         }
         return Long.toString(bytes);
     }
+
+    /** An approximate size for people: {@code 0 bytes}, {@code 117.7M}, {@code 3.2G}. */
+    static String approximate(long bytes) {
+        if (bytes < 1024) {
+            return bytes + " bytes";
+        }
+        String[] units = {"K", "M", "G", "T"};
+        double value = bytes;
+        int unit = -1;
+        while (value >= 1024 && unit < units.length - 1) {
+            value /= 1024;
+            unit++;
+        }
+        return String.format(java.util.Locale.ROOT, "%.1f%s", value, units[unit]);
+    }
 }

@@ -151,6 +151,32 @@ class AgentTest {
     }
 
     @Test
+    void anObjectDeletedSinceOpenIsEioNotEnoent() throws Exception {
+        s3.put("data", "gone", S3Fixture.bytes(1000, 1));
+        Node.File f = file("gone", 14);
+        s3.delete("data", "gone");
+        ExecutionException e = assertThrows(ExecutionException.class,
+                () -> agent.read(agent.open(f), 0, 1000).get(10, TimeUnit.SECONDS));
+        assertEquals(io.os2g.Errno.EIO, assertInstanceOf(AgentException.class, e.getCause()).errno());
+    }
+
+    @Test
+    void aFailedChunkFailsAtOnceForAMomentThenIsFetchedAgain() throws Exception {
+        s3.put("data", "obj", S3Fixture.bytes(1000, 1));
+        Node.File f = file("obj", 15);
+        s3.delete("data", "obj");
+        long h = agent.open(f);
+        assertThrows(ExecutionException.class, () -> agent.read(h, 0, 1000).get(10, TimeUnit.SECONDS));
+        long gets = store.getCount();
+        s3.put("data", "obj", S3Fixture.bytes(1000, 1)); // same bytes, same ETag: the version the handle pinned
+        assertThrows(ExecutionException.class, () -> agent.read(h, 0, 1000).get(10, TimeUnit.SECONDS));
+        assertEquals(gets, store.getCount(), "the kernel's immediate second ask costs no GET and no deadline");
+        Thread.sleep(ChunkFetcher.FAILURE_MEMORY.toMillis() + 100);
+        agent.read(h, 0, 1000).get(10, TimeUnit.SECONDS);
+        assertArrayEquals(S3Fixture.bytes(1000, 1), staged(f, 0));
+    }
+
+    @Test
     void aDirectoryBeingReadThroughHasItsNextSmallFilesStagedBeforeTheirOpen() throws Exception {
         agent.close();
         agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 4), namespace);

@@ -140,6 +140,26 @@ class ExtentIndexTest {
     }
 
     @Test
+    void pinnedChunksAndInFlightBytesAreCountedUntilReleasedPublishedOrCancelled() throws IOException {
+        ExtentIndex index = index(8L * PAGE, Duration.ofSeconds(1));
+        Reservation fetching = index.reserve(PAGE + 1);
+        Reservation failing = index.reserve(PAGE);
+        assertEquals(3L * PAGE, index.inFlightBytes());
+        fetching.fill(new ByteArrayInputStream(pattern(PAGE + 1, 2)));
+        fetching.publish(new ChunkKey(1, 0), "e");
+        failing.cancel();
+        assertEquals(0, index.inFlightBytes());
+        StagedChunk a = index.acquire(new ChunkKey(1, 0), "e");
+        StagedChunk b = index.acquire(new ChunkKey(1, 0), "e");
+        assertEquals(1, index.pinnedChunks());
+        index.release(a);
+        assertEquals(1, index.pinnedChunks(), "two readers, one gone");
+        index.release(b);
+        assertEquals(0, index.pinnedChunks());
+        assertEquals(1, index.stagedChunks());
+    }
+
+    @Test
     void aChunkLargerThanTheRegionIsRefusedAtOnce() {
         ExtentIndex index = index(2L * PAGE, Duration.ofSeconds(5));
         assertThrows(StagingException.class, () -> index.reserve(3 * PAGE));

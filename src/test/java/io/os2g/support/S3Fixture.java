@@ -3,6 +3,7 @@ package io.os2g.support;
 import io.minio.MakeBucketArgs;
 import io.minio.MinioClient;
 import io.minio.PutObjectArgs;
+import io.minio.RemoveObjectArgs;
 import io.os2g.store.Credentials;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.RetryPolicy;
@@ -50,6 +51,11 @@ public final class S3Fixture {
     public S3Fixture put(String bucket, String key, byte[] body) throws Exception {
         client().putObject(PutObjectArgs.builder().bucket(bucket).object(key)
                 .stream(new ByteArrayInputStream(body), body.length, -1).build());
+        return this;
+    }
+
+    public S3Fixture delete(String bucket, String key) throws Exception {
+        client().removeObject(RemoveObjectArgs.builder().bucket(bucket).object(key).build());
         return this;
     }
 
