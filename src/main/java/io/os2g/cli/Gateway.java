@@ -41,11 +41,11 @@ final class Gateway implements AutoCloseable {
         this.store = store;
         this.region = StagingRegion.create(config.staging());
         try {
-            this.index = new ExtentIndex(region);
+            this.index = new ExtentIndex(region, config.agent().chunkSize());
             this.namespace = new Namespace(store, config.prefix(), config.metadataTtl());
             this.agent = new Agent(store, index, config.agent(), namespace);
             this.link = new InProcessLink(agent);
-            this.fs = new Os2gFileSystem(namespace, index, link,
+            this.fs = new Os2gFileSystem(namespace, index.view(), link,
                     new ChunkLayout(config.agent().chunkSize()), config.fs(), metrics, FuseMount.errnos());
             this.mount = new FuseMount(config.mountPoint(), config.fuseOptions());
         } catch (RuntimeException e) {

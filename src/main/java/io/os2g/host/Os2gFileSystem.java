@@ -10,7 +10,7 @@ import io.os2g.namespace.EntryName;
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkLayout;
-import io.os2g.staging.ExtentIndex;
+import io.os2g.staging.StagingView;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.EnumSet;
@@ -53,14 +53,14 @@ public final class Os2gFileSystem implements FuseOperations {
 
     private final org.cryptomator.jfuse.api.Errno errnos;
 
-    public Os2gFileSystem(Namespace namespace, ExtentIndex index, AgentLink link, ChunkLayout layout,
+    public Os2gFileSystem(Namespace namespace, StagingView staging, AgentLink link, ChunkLayout layout,
                           FsConfig config, ReadMetrics metrics, org.cryptomator.jfuse.api.Errno errnos) {
         this.errnos = errnos;
         this.namespace = namespace;
         this.link = link;
         this.config = config;
         this.metrics = metrics;
-        this.reader = new StagedReader(index, link, layout, metrics, config.readDeadline());
+        this.reader = new StagedReader(staging, link, layout, metrics, config.readDeadline());
     }
 
     @Override

@@ -8,7 +8,7 @@ import io.os2g.metrics.ReadMetrics;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkKey;
 import io.os2g.staging.ChunkLayout;
-import io.os2g.staging.ExtentIndex;
+import io.os2g.staging.StagingView;
 import io.os2g.staging.StagedChunk;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -29,14 +29,14 @@ final class StagedReader {
     /** A chunk evicted between staging and pinning is asked for again this many times, then EIO. */
     private static final int MAX_RESTAGE = 3;
 
-    private final ExtentIndex index;
+    private final StagingView staging;
     private final AgentLink link;
     private final ChunkLayout layout;
     private final ReadMetrics metrics;
     private final long deadlineNanos;
 
-    StagedReader(ExtentIndex index, AgentLink link, ChunkLayout layout, ReadMetrics metrics, Duration deadline) {
-        this.index = index;
+    StagedReader(StagingView staging, AgentLink link, ChunkLayout layout, ReadMetrics metrics, Duration deadline) {
+        this.staging = staging;
         this.link = link;
         this.layout = layout;
         this.metrics = metrics;
@@ -54,9 +54,9 @@ final class StagedReader {
             long count = Math.min(end, chunkStart + layout.chunkSize()) - position;
             StagedChunk staged = pin(handle, new ChunkKey(file.inode(), chunk), position, end);
             try {
-                index.copyOut(staged, position - chunkStart, target, position - offset, count);
+                staging.copyOut(staged, position - chunkStart, target, position - offset, count);
             } finally {
-                index.release(staged);
+                staging.release(staged);
             }
             position += count;
         }
@@ -68,7 +68,7 @@ final class StagedReader {
     private StagedChunk pin(OpenHandle handle, ChunkKey key, long position, long end) {
         String etag = handle.file().etag();
         boolean entered = handle.enter(key.index());
-        StagedChunk staged = index.acquire(key, etag);
+        StagedChunk staged = staging.acquire(key, etag);
         if (staged != null) {
             metrics.hit();
             if (entered) {
@@ -79,7 +79,7 @@ final class StagedReader {
         metrics.miss();
         for (int attempt = 0; attempt < MAX_RESTAGE; attempt++) {
             await(link.read(new ReadRequest(handle.agentHandle(), position, end - position)), handle);
-            staged = index.acquire(key, etag);
+            staged = staging.acquire(key, etag);
             if (staged != null) {
                 return staged;
             }

@@ -1,81 +1,101 @@
 package io.os2g.staging;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.HashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The extent index {@code (inode, chunk) -> staged pages}, and the space policy of the region.
+ * The extent index {@code (inode, chunk) -> staged pages}, and the space policy of the region: the
+ * agent's side of the {@link ExtentTable}, which readers in any process use through {@link #view()}.
  *
- * <p>Reads ({@link #acquire}) are lock-free: a hash lookup and a pin. Writers (reserve, publish,
+ * <p>Reads are lock-free: a look into the shared table and a pin. Writers (reserve, publish,
  * eviction) take one lock. Eviction is CLOCK: chunks sit in a ring in publication order; the sweep
  * gives a chunk read since its last pass a second chance, skips pinned ones, and frees the first
- * unpinned one it meets. Replaced chunks (a new ETag) leave the map at once and are freed when their
- * last reader unpins.
+ * unpinned one it meets. Replaced chunks (a new ETag) leave the map at once and are freed when the
+ * sweep finds them unpinned.
  */
 public final class ExtentIndex {
 
     /** How often a fetch that waits for space looks again for a chunk that became unpinned. */
     private static final long SPACE_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
+    /** A staged chunk as the writer tracks it; {@code freed} is guarded by the lock. */
+    private static final class Entry {
+        final ChunkKey key;
+        final int slot;
+        final int[] pages;
+        boolean freed;
+
+        Entry(ChunkKey key, int slot, int[] pages) {
+            this.key = key;
+            this.slot = slot;
+            this.pages = pages;
+        }
+    }
+
     private final StagingRegion region;
+    private final ExtentTable table;
+    private final StagingView view;
     private final Duration reserveTimeout;
-    private final ConcurrentHashMap<ChunkKey, StagedChunk> chunks = new ConcurrentHashMap<>();
+    private final HashMap<ChunkKey, Entry> chunks = new HashMap<>();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition spaceFreed = lock.newCondition();
-    private final ArrayDeque<StagedChunk> clock = new ArrayDeque<>();
+    private final ArrayDeque<Entry> clock = new ArrayDeque<>();
     private final PageAllocator allocator;
     private final LongAdder evictions = new LongAdder();
     /** Pages reserved by fetches not yet published or cancelled; guarded by {@link #lock}. */
     private int inFlightPages;
 
-    public ExtentIndex(StagingRegion region) {
+    /**
+     * @param maxChunkBytes the largest chunk that will be staged (the chunk size): a slot of the
+     *     shared table holds that many bytes' worth of page numbers
+     */
+    public ExtentIndex(StagingRegion region, long maxChunkBytes) {
         this.region = region;
         this.reserveTimeout = region.config().reserveTimeout();
         this.allocator = new PageAllocator(region.pageCount());
+        int maxPages = (int) Math.min(region.pageCount(), (maxChunkBytes + region.pageSize() - 1) / region.pageSize());
+        try {
+            this.table = ExtentTable.create(region.config().directory(), region.pageCount(), Math.max(1, maxPages), region.arena());
+        } catch (IOException e) {
+            throw new StagingException("cannot create the extent table in " + region.config().directory() + ": "
+                    + StagingDirectory.describe(e), e);
+        }
+        this.view = new StagingView(region, table, false);
     }
 
     StagingRegion region() {
         return region;
     }
 
-    /**
-     * The staged chunk for {@code key} at version {@code etag}, pinned; null when it is not staged (a
-     * miss). The caller copies, then {@link #release}s it.
-     */
+    /** The readers' side of this index. */
+    public StagingView view() {
+        return view;
+    }
+
+    /** See {@link StagingView#acquire}. */
     public StagedChunk acquire(ChunkKey key, String etag) {
-        StagedChunk chunk = chunks.get(key);
-        if (chunk == null || !chunk.etag().equals(etag) || !chunk.tryPin()) {
-            return null;
-        }
-        if (!chunk.referenced) {
-            chunk.referenced = true;
-        }
-        return chunk;
+        return view.acquire(key, etag);
     }
 
-    /** Whether {@code key} at {@code etag} is staged now (no pin: the answer may change at once). */
+    /** See {@link StagingView#contains}. */
     public boolean contains(ChunkKey key, String etag) {
-        StagedChunk chunk = chunks.get(key);
-        return chunk != null && chunk.etag().equals(etag) && !chunk.dead();
+        return view.contains(key, etag);
     }
 
-    /** Copies bytes of a pinned chunk into {@code target}. */
+    /** See {@link StagingView#copyOut}. */
     public void copyOut(StagedChunk chunk, long offset, MemorySegment target, long targetOffset, long length) {
-        if (offset < 0 || offset + length > chunk.length()) {
-            throw new IndexOutOfBoundsException("copy outside chunk: offset=" + offset + ", length=" + length
-                    + ", chunkLength=" + chunk.length());
-        }
-        region.copyOut(chunk.pages(), offset, target, targetOffset, length);
+        view.copyOut(chunk, offset, target, targetOffset, length);
     }
 
     public void release(StagedChunk chunk) {
-        chunk.unpin();
+        view.release(chunk);
     }
 
     /**
@@ -88,9 +108,9 @@ public final class ExtentIndex {
     public Reservation reserve(int length) {
         int pageSize = region.pageSize();
         int needed = Math.max(1, (length + pageSize - 1) / pageSize);
-        if (needed > allocator.capacity()) {
-            throw new StagingException("chunk larger than the staging region: length=" + length
-                    + ", capacity=" + (long) allocator.capacity() * pageSize);
+        if (needed > allocator.capacity() || needed > table.maxPages()) {
+            throw new StagingException("chunk larger than the staging region or its chunk size: length=" + length
+                    + ", capacity=" + (long) allocator.capacity() * pageSize + ", maxChunk=" + (long) table.maxPages() * pageSize);
         }
         long deadline = System.nanoTime() + reserveTimeout.toNanos();
         int[] pages;
@@ -128,21 +148,54 @@ public final class ExtentIndex {
         return new Reservation(this, length, pages);
     }
 
-    StagedChunk publish(ChunkKey key, String etag, int length, int[] pages) {
-        StagedChunk chunk = new StagedChunk(key, etag, length, pages);
+    void publish(ChunkKey key, String etag, int length, int[] pages) {
         lock.lock();
         try {
             inFlightPages -= pages.length;
-            StagedChunk old = chunks.put(key, chunk);
-            clock.addLast(chunk);
-            if (old != null && old.tryKill()) {
-                allocator.give(old.pages());
+            int slot = table.freeSlot(key.inode(), key.index());
+            if (slot < 0) {
+                slot = makeRoomInWindow(key);
+            }
+            if (slot < 0) {
+                allocator.give(pages);
                 spaceFreed.signalAll();
+                throw new StagingException("no free slot for " + key + ": all " + ExtentTable.WINDOW + " of its window are pinned");
+            }
+            table.publish(slot, key.inode(), key.index(), ExtentTable.etagHash(etag), length, pages);
+            Entry entry = new Entry(key, slot, pages);
+            Entry old = chunks.put(key, entry);
+            clock.addLast(entry);
+            if (old != null) {
+                tryFree(old);
             }
         } finally {
             lock.unlock();
         }
-        return chunk;
+    }
+
+    /** Frees an unpinned chunk of {@code key}'s window, so that {@code key} can have its slot. Under the lock. */
+    private int makeRoomInWindow(ChunkKey key) {
+        for (int i = 0; i < ExtentTable.WINDOW; i++) {
+            int slot = table.windowSlot(key.inode(), key.index(), i);
+            for (Entry e : clock) {
+                if (e.slot == slot && !e.freed && tryFree(e)) {
+                    return slot;
+                }
+            }
+        }
+        return -1;
+    }
+
+    /** Frees an entry's slot and pages if no reader holds it. Under the lock. */
+    private boolean tryFree(Entry e) {
+        if (e.freed || !table.tryFree(e.slot)) {
+            return false;
+        }
+        e.freed = true;
+        chunks.remove(e.key, e);
+        allocator.give(e.pages);
+        spaceFreed.signalAll();
+        return true;
     }
 
     /** Gives back the pages of a reservation that will not be published. */
@@ -160,26 +213,23 @@ public final class ExtentIndex {
     /** One CLOCK sweep (at most two passes over the ring); true when it freed a chunk. Under the lock. */
     private boolean evictOne() {
         for (int budget = 2 * clock.size(); budget > 0; budget--) {
-            StagedChunk chunk = clock.pollFirst();
-            if (chunk == null) {
+            Entry entry = clock.pollFirst();
+            if (entry == null) {
                 return false;
             }
-            if (chunk.dead()) {
+            if (entry.freed) {
                 continue; // replaced and already freed
             }
-            boolean replaced = chunks.get(chunk.key()) != chunk;
-            if (!replaced && chunk.referenced) {
-                chunk.referenced = false;
-                clock.addLast(chunk);
+            boolean replaced = chunks.get(entry.key) != entry;
+            if (table.takeReferenced(entry.slot) && !replaced) {
+                clock.addLast(entry);
                 continue;
             }
-            if (chunk.tryKill()) {
-                chunks.remove(chunk.key(), chunk);
-                allocator.give(chunk.pages());
+            if (tryFree(entry)) {
                 evictions.increment();
                 return true;
             }
-            clock.addLast(chunk); // pinned by a reader
+            clock.addLast(entry); // pinned by a reader
         }
         return false;
     }
@@ -199,18 +249,28 @@ public final class ExtentIndex {
     }
 
     public int stagedChunks() {
-        return chunks.size();
+        lock.lock();
+        try {
+            return chunks.size();
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Staged chunks a reader holds pinned now (a moment's answer: for stats and the unmount check). */
     public int pinnedChunks() {
-        int n = 0;
-        for (StagedChunk chunk : chunks.values()) {
-            if (chunk.pinCount() > 0) {
-                n++;
+        lock.lock();
+        try {
+            int n = 0;
+            for (Entry e : clock) {
+                if (!e.freed && table.pinCount(e.slot) > 0) {
+                    n++;
+                }
             }
+            return n;
+        } finally {
+            lock.unlock();
         }
-        return n;
     }
 
     /** Bytes reserved by fetches in flight, not yet published. */

@@ -61,9 +61,9 @@ public final class Reservation {
     }
 
     /** Makes the filled pages the staged bytes of {@code key} at version {@code etag}. */
-    public StagedChunk publish(ChunkKey key, String etag) {
+    public void publish(ChunkKey key, String etag) {
         markDone();
-        return index.publish(key, etag, length, pages);
+        index.publish(key, etag, length, pages);
     }
 
     /** Gives the pages back unused (the fetch failed). */

@@ -33,6 +33,7 @@ public final class StagingRegion implements AutoCloseable {
     private int populatedPages;
     private boolean populateUnsupported;
 
+    /** @param directory the claimed directory, whose segments this creates; null to map an agent's existing ones */
     private StagingRegion(StagingConfig config, StagingDirectory directory) throws IOException {
         this.config = config;
         this.directory = directory;
@@ -44,8 +45,12 @@ public final class StagingRegion implements AutoCloseable {
         for (int i = 0; i < segments.length; i++) {
             long size = Math.min(config.segmentSize(), remaining);
             remaining -= size;
-            Path file = directory.path().resolve(String.format("segment-%04d", i));
-            Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            Path file = config.directory().resolve(String.format("segment-%04d", i));
+            if (directory != null) {
+                Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            } else if (Files.size(file) < size) {
+                throw new IOException("segment " + file + " is smaller than the agent said: " + Files.size(file) + " < " + size);
+            }
             files.add(file);
             try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                 segments[i] = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
@@ -68,6 +73,19 @@ public final class StagingRegion implements AutoCloseable {
             String reason = e instanceof IOException io ? StagingDirectory.describe(io) : String.valueOf(e.getMessage());
             throw new StagingException("cannot create staging segments in " + config.directory() + ": " + reason, e);
         }
+    }
+
+    /** Maps the segments another process created in {@code config.directory()} (a shim reading an agent's region). */
+    static StagingRegion attach(StagingConfig config) {
+        try {
+            return new StagingRegion(config, null);
+        } catch (IOException e) {
+            throw new StagingException("cannot map staging segments in " + config.directory() + ": " + StagingDirectory.describe(e), e);
+        }
+    }
+
+    Arena arena() {
+        return arena;
     }
 
     /**
@@ -124,6 +142,12 @@ public final class StagingRegion implements AutoCloseable {
         return segments[page / pagesPerSegment].asSlice((long) (page % pagesPerSegment) << pageShift, config.pageSize());
     }
 
+    /** Copies {@code length} bytes from {@code within} page {@code page} into {@code target}: one memcpy, native to native. */
+    void copyFromPage(int page, long within, MemorySegment target, long targetOffset, long length) {
+        MemorySegment.copy(segments[page / pagesPerSegment], ((long) (page % pagesPerSegment) << pageShift) + within,
+                target, targetOffset, length);
+    }
+
     /** Segment file holding page {@code page}, and the page's offset in it (for consumers that mmap). */
     public Path segmentFile(int page) {
         return files.get(page / pagesPerSegment);
@@ -133,28 +157,12 @@ public final class StagingRegion implements AutoCloseable {
         return (long) (page % pagesPerSegment) << pageShift;
     }
 
-    /**
-     * Copies {@code length} bytes that start {@code offset} bytes into the run of {@code pages} into
-     * {@code target} at {@code targetOffset}: one memcpy per page touched, native to native.
-     */
-    public void copyOut(int[] pages, long offset, MemorySegment target, long targetOffset, long length) {
-        int pageSize = config.pageSize();
-        int index = (int) (offset >>> pageShift);
-        long within = offset & (pageSize - 1);
-        while (length > 0) {
-            int page = pages[index++];
-            long n = Math.min(length, pageSize - within);
-            MemorySegment.copy(segments[page / pagesPerSegment], ((long) (page % pagesPerSegment) << pageShift) + within,
-                    target, targetOffset, n);
-            targetOffset += n;
-            length -= n;
-            within = 0;
-        }
-    }
-
+    /** Unmaps every segment; the owner also removes the directory. */
     @Override
     public void close() {
         arena.close();
-        directory.remove();
+        if (directory != null) {
+            directory.remove();
+        }
     }
 }

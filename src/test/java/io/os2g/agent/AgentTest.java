@@ -58,7 +58,7 @@ class AgentTest {
         s3 = new S3Fixture(proxy).bucket("data");
         store = s3.store("data");
         region = StagingRegion.create(StagingConfig.of(tmp.resolve("staging"), 8L << 20, Duration.ofSeconds(5)));
-        index = new ExtentIndex(region);
+        index = new ExtentIndex(region, CHUNK);
         namespace = new Namespace(store, "", Duration.ofMinutes(5));
         agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 0), namespace);
     }

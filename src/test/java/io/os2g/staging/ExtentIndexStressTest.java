@@ -18,13 +18,15 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Writers stage and re-stage chunks in a region far too small for them while readers pin and copy:
  * every copy must equal the bytes of the version it pinned (never torn by an eviction), and when the
- * dust settles every page is free again.
+ * dust settles every page is free again. Readers go through the agent's own view or through a second
+ * mapping of the same files, as a shim in another process does.
  */
 @Tag("stress")
 class ExtentIndexStressTest {
@@ -34,11 +36,16 @@ class ExtentIndexStressTest {
     @TempDir
     Path tmp;
 
-    @Test
-    void readersNeverSeeBytesOfAnotherChunk() throws Exception {
-        StagingRegion region = StagingRegion.create(new StagingConfig(tmp.resolve("s"), 24L * PAGE, PAGE, 8L * PAGE, Duration.ofSeconds(10)));
+    @ParameterizedTest(name = "readers through {0}")
+    @ValueSource(strings = {"the agent's view", "their own mapping"})
+    void readersNeverSeeBytesOfAnotherChunk(String readers) throws Exception {
+        StagingConfig config = new StagingConfig(tmp.resolve("s"), 24L * PAGE, PAGE, 8L * PAGE, Duration.ofSeconds(10));
+        StagingRegion region = StagingRegion.create(config);
+        // "their own mapping": the segments and extent table mapped again, as a shim in another process maps them
+        StagingView attached = null;
         try {
-            ExtentIndex index = new ExtentIndex(region);
+            ExtentIndex index = new ExtentIndex(region, 3L * PAGE);
+            StagingView view = readers.startsWith("their") ? (attached = StagingView.attach(config)) : index.view();
             int keys = 40;
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
             List<Callable<Long>> tasks = new ArrayList<>();
@@ -69,14 +76,14 @@ class ExtentIndexStressTest {
                         while (System.nanoTime() < deadline) {
                             int k = random.nextInt(keys);
                             int version = random.nextInt(3);
-                            StagedChunk chunk = index.acquire(new ChunkKey(k, 0), "v" + version);
+                            StagedChunk chunk = view.acquire(new ChunkKey(k, 0), "v" + version);
                             if (chunk == null) {
                                 continue;
                             }
                             try {
-                                index.copyOut(chunk, 0, target, 0, chunk.length());
+                                view.copyOut(chunk, 0, target, 0, chunk.length());
                             } finally {
-                                index.release(chunk);
+                                view.release(chunk);
                             }
                             byte[] expected = body(k, version);
                             byte[] got = target.asSlice(0, chunk.length()).toArray(ValueLayout.JAVA_BYTE);
@@ -107,6 +114,9 @@ class ExtentIndexStressTest {
             index.evictAll();
             assertEquals(index.capacityBytes(), index.freeBytes(), "every page is free once nothing is staged");
         } finally {
+            if (attached != null) {
+                attached.close();
+            }
             region.close();
         }
     }

@@ -35,7 +35,7 @@ class ExtentIndexTest {
 
     private ExtentIndex index(long capacity, Duration reserveTimeout) {
         region = StagingRegion.create(new StagingConfig(tmp.resolve("staging"), capacity, PAGE, 4L * PAGE, reserveTimeout));
-        return new ExtentIndex(region);
+        return new ExtentIndex(region, capacity);
     }
 
     @AfterEach
@@ -53,10 +53,10 @@ class ExtentIndexTest {
         return b;
     }
 
-    static StagedChunk stage(ExtentIndex index, ChunkKey key, String etag, byte[] body) throws IOException {
+    static void stage(ExtentIndex index, ChunkKey key, String etag, byte[] body) throws IOException {
         Reservation r = index.reserve(body.length);
         r.fill(new ByteArrayInputStream(body));
-        return r.publish(key, etag);
+        r.publish(key, etag);
     }
 
     static byte[] read(ExtentIndex index, StagedChunk chunk, long offset, int length) {

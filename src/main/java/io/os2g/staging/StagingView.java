@@ -1,0 +1,80 @@
+package io.os2g.staging;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+
+/**
+ * What a reader needs of a staging region: find a staged chunk, pin it, copy from it, let it go.
+ * Lock-free, and the same in the agent's process and in a shim that {@link #attach}es to an agent's
+ * region from another process: both go through the shared extent table, so a hit costs no message.
+ */
+public final class StagingView implements AutoCloseable {
+
+    private final StagingRegion region;
+    private final ExtentTable table;
+    private final boolean owned;
+
+    StagingView(StagingRegion region, ExtentTable table, boolean owned) {
+        this.region = region;
+        this.table = table;
+        this.owned = owned;
+    }
+
+    /** Maps the segments and extent table an agent created in {@code config.directory()}. */
+    public static StagingView attach(StagingConfig config) {
+        StagingRegion region = StagingRegion.attach(config);
+        try {
+            return new StagingView(region, ExtentTable.attach(config.directory(), region.arena()), true);
+        } catch (IOException | RuntimeException e) {
+            region.close();
+            throw new StagingException("cannot map the agent's staging region in " + config.directory() + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The chunk for {@code key} at version {@code etag}, pinned; null when it is not staged. */
+    public StagedChunk acquire(ChunkKey key, String etag) {
+        int slot = table.pin(key.inode(), key.index(), ExtentTable.etagHash(etag));
+        return slot < 0 ? null : new StagedChunk(slot, table.length(slot));
+    }
+
+    /** Whether {@code key} at {@code etag} is staged now (the answer may change at once). */
+    public boolean contains(ChunkKey key, String etag) {
+        StagedChunk chunk = acquire(key, etag);
+        if (chunk == null) {
+            return false;
+        }
+        release(chunk);
+        return true;
+    }
+
+    /** Copies bytes of a pinned chunk into {@code target}: one memcpy per page touched, native to native. */
+    public void copyOut(StagedChunk chunk, long offset, MemorySegment target, long targetOffset, long length) {
+        if (offset < 0 || offset + length > chunk.length()) {
+            throw new IndexOutOfBoundsException("copy outside chunk: offset=" + offset + ", length=" + length
+                    + ", chunkLength=" + chunk.length());
+        }
+        int pageSize = region.pageSize();
+        int index = (int) (offset / pageSize);
+        long within = offset % pageSize;
+        while (length > 0) {
+            long n = Math.min(length, pageSize - within);
+            region.copyFromPage(table.page(chunk.slot(), index++), within, target, targetOffset, n);
+            targetOffset += n;
+            length -= n;
+            within = 0;
+        }
+    }
+
+    public void release(StagedChunk chunk) {
+        table.unpin(chunk.slot());
+    }
+
+    /** Unmaps an attached region (the agent's own view is closed with its region). */
+    @Override
+    public void close() {
+        if (owned) {
+            region.close();
+        }
+    }
+}
