@@ -1,11 +1,16 @@
 package io.os2g.agent;
 
 import io.os2g.Errno;
+import io.os2g.namespace.Directory;
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
+import io.os2g.store.Listing;
 import io.os2g.store.ObjectStore;
+import io.os2g.store.ObjectSummary;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -20,6 +25,7 @@ public final class Agent implements AutoCloseable {
     private final ChunkLayout layout;
     private final ChunkFetcher fetcher;
     private final DirectoryPrefetcher prefetcher;
+    private final Namespace namespace;
     private final ConcurrentHashMap<Long, OpenFile> handles = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
 
@@ -35,6 +41,24 @@ public final class Agent implements AutoCloseable {
         this.layout = new ChunkLayout(config.chunkSize());
         this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight());
         this.prefetcher = new DirectoryPrefetcher(namespace, fetcher, index, config.chunkSize(), config.directoryPrefetch());
+        this.namespace = namespace;
+    }
+
+    /**
+     * A fresh listing of the directory at {@code prefix}, cleaned by the namespace's rules (invalid
+     * names and hidden keys left out), for a shim in another process to build its directory from.
+     */
+    public Listing listing(String prefix) {
+        Directory directory = namespace.relist(prefix);
+        List<ObjectSummary> objects = new ArrayList<>();
+        List<String> prefixes = new ArrayList<>();
+        for (Node node : directory.entries().values()) {
+            switch (node) {
+                case Node.File f -> objects.add(new ObjectSummary(f.key(), f.size(), f.etag(), f.mtimeMillis()));
+                case Node.Dir d -> prefixes.add(d.prefix());
+            }
+        }
+        return new Listing(prefix, objects, prefixes);
     }
 
     public ChunkLayout layout() {

@@ -5,67 +5,139 @@ import io.os2g.host.FuseMount;
 import io.os2g.host.Os2gFileSystem;
 import io.os2g.link.AgentLink;
 import io.os2g.link.InProcessLink;
+import io.os2g.link.LinkedListings;
+import io.os2g.link.SocketLink;
 import io.os2g.metrics.ReadMetrics;
 import io.os2g.namespace.Namespace;
 import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
 import io.os2g.staging.StagingRegion;
 import io.os2g.store.MinioObjectStore;
+import io.os2g.metrics.Stats;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One running mount with the agent in process: the composition root. Closing it unmounts, stops the
- * fetches and removes the staging directory, whichever way the mount ends (signal, fusermount -u,
- * error), exactly once.
+ * One running mount: the composition root. The shim (namespace, file system, FUSE mount) talks to an
+ * agent in this process ({@link #mount}) or in an agent process ({@link #mountWithAgent}). Closing it
+ * unmounts, stops the agent side and frees the staging region, whichever way the mount ends
+ * (signal, fusermount -u, error), exactly once.
  */
 final class Gateway implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(Gateway.class);
 
     private final MountConfig config;
-    private final MinioObjectStore store;
-    private final StagingRegion region;
-    private final ExtentIndex index;
-    private final Agent agent;
-    private final AgentLink link;
-    private final ReadMetrics metrics = new ReadMetrics();
+    private final ReadMetrics metrics;
     private final Namespace namespace;
+    private final AgentLink link;
+    private final Backend backend;
     private final Os2gFileSystem fs;
     private final FuseMount mount;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private Gateway(MountConfig config, MinioObjectStore store) {
+    /** What lies behind the link, closed after it. */
+    private interface Backend {
+        /** The agent's counters for {@code /.os2g/stats}; null when they cannot be had now. */
+        Map<String, Object> stats();
+
+        /** Frees what the agent side holds; returns the agent's part of the unmount summary. */
+        String close();
+    }
+
+    private Gateway(MountConfig config, Namespace namespace, AgentLink link, Backend backend, ReadMetrics metrics) {
         this.config = config;
-        this.store = store;
-        this.region = StagingRegion.create(config.staging());
+        this.namespace = namespace;
+        this.link = link;
+        this.backend = backend;
+        this.metrics = metrics;
+        boolean split = config.agentSocket() != null;
+        this.fs = new Os2gFileSystem(namespace, link, new ChunkLayout(config.agent().chunkSize()), config.fs(), metrics,
+                FuseMount.errnos(), () -> GatewayStats.document(split, metrics, backend.stats()));
+        this.mount = new FuseMount(config.mountPoint(), config.fuseOptions());
+    }
+
+    /** Mounts with the agent in this process; returns once the mount answers. The store has passed its preflight probe. */
+    static Gateway mount(MountConfig config, MinioObjectStore store) {
+        StagingRegion region = StagingRegion.create(config.staging());
+        Gateway gateway;
         try {
-            this.index = new ExtentIndex(region, config.agent().chunkSize());
-            this.namespace = new Namespace(store, config.prefix(), config.metadataTtl());
-            this.agent = new Agent(store, index, config.agent(), namespace);
-            this.link = new InProcessLink(agent);
-            this.fs = new Os2gFileSystem(namespace, index.view(), link,
-                    new ChunkLayout(config.agent().chunkSize()), config.fs(), metrics, FuseMount.errnos());
-            this.mount = new FuseMount(config.mountPoint(), config.fuseOptions());
+            ExtentIndex index = new ExtentIndex(region, config.agent().chunkSize());
+            Namespace namespace = new Namespace(store, config.prefix(), config.metadataTtl());
+            Agent agent = new Agent(store, index, config.agent(), namespace);
+            Backend backend = new Backend() {
+                @Override
+                public Map<String, Object> stats() {
+                    Map<String, Object> m = new LinkedHashMap<>();
+                    m.put("gets", store.getCount());
+                    m.put("retries", store.retryCount());
+                    m.put("fetched_bytes", agent.fetchedBytes());
+                    m.put("failed_fetches", agent.failedFetches());
+                    m.put("prefetched_files", agent.prefetchedFiles());
+                    m.put("staging", GatewayStats.staging(index));
+                    return m;
+                }
+
+                @Override
+                public String close() {
+                    store.close();
+                    // what readers and fetches still hold once nothing can run: anything but 0 is a leak
+                    int pinned = index.pinnedChunks();
+                    long inFlight = index.inFlightBytes();
+                    (pinned == 0 && inFlight == 0 ? LOG.atInfo() : LOG.atWarn()).log(
+                            "staging at unmount: {} chunks staged, {} pinned, {} bytes in flight", index.stagedChunks(), pinned, inFlight);
+                    region.close();
+                    return store.getCount() + " GETs, " + store.retryCount() + " retries, " + agent.prefetchedFiles() + " files prefetched";
+                }
+            };
+            gateway = new Gateway(config, namespace, new InProcessLink(agent, index.view()), backend, new ReadMetrics());
         } catch (RuntimeException e) {
             region.close();
             throw e;
         }
+        return gateway.start("staging " + Sizes.format(config.staging().capacity()) + " in " + config.staging().directory());
     }
 
-    /** Mounts; returns once the mount answers. The store has passed its preflight probe. */
-    static Gateway mount(MountConfig config, MinioObjectStore store) {
-        Gateway gateway = new Gateway(config, store);
+    /** Mounts with the agent process behind {@code link}: listings and fetches are the agent's; this process holds no credentials. */
+    static Gateway mountWithAgent(MountConfig config, SocketLink link) {
+        Gateway gateway;
         try {
-            gateway.mount.start(gateway.fs);
+            Namespace namespace = new Namespace(new LinkedListings(link, config.bucket()), config.prefix(), config.metadataTtl());
+            Backend backend = new Backend() {
+                @Override
+                public Map<String, Object> stats() {
+                    try {
+                        return Stats.parse(link.agentStats());
+                    } catch (RuntimeException e) {
+                        return null; // the agent is away
+                    }
+                }
+
+                @Override
+                public String close() {
+                    return "agent at unix:" + config.agentSocket();
+                }
+            };
+            gateway = new Gateway(config, namespace, link, backend, new ReadMetrics());
         } catch (RuntimeException e) {
-            gateway.close();
+            link.close();
             throw e;
         }
-        LOG.info("mounted {}/{} at {} (staging {} in {})", store.bucket(), config.prefix(), config.mountPoint(),
-                Sizes.format(config.staging().capacity()), config.staging().directory());
-        return gateway;
+        return gateway.start("agent at unix:" + config.agentSocket());
+    }
+
+    private Gateway start(String where) {
+        try {
+            mount.start(fs);
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+        LOG.info("mounted {}/{} at {} ({})", config.bucket(), config.prefix(), config.mountPoint(), where);
+        return this;
     }
 
     void awaitUnmount() throws InterruptedException {
@@ -74,18 +146,6 @@ final class Gateway implements AutoCloseable {
 
     ReadMetrics metrics() {
         return metrics;
-    }
-
-    MinioObjectStore store() {
-        return store;
-    }
-
-    ExtentIndex index() {
-        return index;
-    }
-
-    Agent agent() {
-        return agent;
     }
 
     /** Idempotent; a second caller (signal hook and main thread both) waits until the first is done. */
@@ -97,15 +157,9 @@ final class Gateway implements AutoCloseable {
         mount.unmount();
         namespace.close();
         link.close();
-        store.close();
-        // what readers and fetches still hold once nothing can run: anything but 0 is a leak
-        int pinned = index.pinnedChunks();
-        long inFlight = index.inFlightBytes();
-        (pinned == 0 && inFlight == 0 ? LOG.atInfo() : LOG.atWarn()).log(
-                "staging at unmount: {} chunks staged, {} pinned, {} bytes in flight", index.stagedChunks(), pinned, inFlight);
-        region.close();
-        LOG.info("unmounted {}: served {} bytes in {} reads ({} staging hits, {} misses, {} GETs, {} retries, {} errors, {} files prefetched)",
+        String agentSide = backend.close();
+        LOG.info("unmounted {}: served {} bytes in {} reads ({} staging hits, {} misses, {} errors; {})",
                 config.mountPoint(), metrics.bytesServed(), metrics.reads(), metrics.stagingHits(),
-                metrics.stagingMisses(), store.getCount(), store.retryCount(), metrics.errors(), agent.prefetchedFiles());
+                metrics.stagingMisses(), metrics.errors(), agentSide);
     }
 }

@@ -3,6 +3,9 @@ package io.os2g.cli;
 import io.os2g.agent.AgentConfig;
 import io.os2g.host.FsConfig;
 import io.os2g.staging.StagingConfig;
+import io.os2g.link.LinkException;
+import io.os2g.link.MountSpec;
+import io.os2g.link.SocketLink;
 import io.os2g.staging.StagingException;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.RetryPolicy;
@@ -22,6 +25,7 @@ import java.util.concurrent.Callable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -41,29 +45,12 @@ final class MountCommand implements Callable<Integer> {
     @Parameters(index = "1", paramLabel = "MOUNTPOINT", description = "An existing empty directory.")
     String mountPoint;
 
-    @Option(names = "--endpoint", paramLabel = "URL", description = "S3 endpoint (default: $AWS_ENDPOINT_URL or https://s3.amazonaws.com).")
-    String endpoint;
+    @Mixin
+    StoreOptions store = new StoreOptions();
 
-    @Option(names = "--region", paramLabel = "REGION", description = "Signing region (default: $AWS_REGION or us-east-1).")
-    String region;
-
-    @Option(names = "--profile", paramLabel = "NAME", description = "Profile in ~/.aws/credentials (or in --credentials-file).")
-    String profile;
-
-    @Option(names = "--credentials-file", paramLabel = "FILE", description = "AWS-style credentials file to read.")
-    Path credentialsFile;
-
-    @Option(names = "--no-sign-request", description = "Send unsigned requests (public buckets).")
-    boolean noSignRequest;
-
-    @Option(names = "--ca-bundle", paramLabel = "FILE", description = "PEM file of the CAs that sign an https endpoint's certificate, trusted instead of the JDK's (default: $AWS_CA_BUNDLE if set).")
-    Path caBundle;
-
-    @Option(names = "--insecure-skip-verify", description = "Do not check the https endpoint's certificate. For test setups only: anyone on the path can then read and alter the data.")
-    boolean insecureSkipVerify;
-
-    @Option(names = "--virtual-host-style", description = "Address the bucket as a host name (default: path style).")
-    boolean virtualHostStyle;
+    @Option(names = "--agent", paramLabel = "unix:PATH",
+            description = "Use the agent process listening at PATH (os2g agent) instead of one in this process: this process then holds no credentials and opens no connection to the store.")
+    String agent;
 
     @Option(names = "-o", paramLabel = "OPTION[,OPTION...]", split = ",",
             description = "FUSE mount options, e.g. allow_other (lets other users read the mount; off by default because the mount then serves the bucket with the credentials of whoever mounted it).")
@@ -97,19 +84,9 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--max-readahead", paramLabel = "SIZE", defaultValue = "64M", description = "Readahead cap per open file (default: ${DEFAULT-VALUE}).")
     String maxReadahead;
 
-    @Option(names = "--max-fetches", paramLabel = "N", defaultValue = "32", description = "Chunk fetches in flight at once (default: ${DEFAULT-VALUE}).")
-    int maxFetches;
-
     @Option(names = "--dir-prefetch", paramLabel = "N", defaultValue = "256",
             description = "Small files of a directory being read through to stage ahead of their open; 0 turns it off (default: ${DEFAULT-VALUE}).")
     int dirPrefetch;
-
-    @Option(names = "--request-timeout", paramLabel = "SECONDS", defaultValue = "10", description = "Deadline of one S3 request, body included (default: ${DEFAULT-VALUE}).")
-    int requestTimeout;
-
-    @Option(names = "--retries", paramLabel = "N", defaultValue = "6",
-            description = "Retries of an S3 request that failed transiently (refused, reset, timed out, 5xx, SlowDown), backing off 100 ms doubling to 5 s: the default rides out about 3 s of outage (default: ${DEFAULT-VALUE}).")
-    int retries;
 
     @Option(names = "--fsname", paramLabel = "NAME", description = "Source name shown in /proc/mounts and df (default: os2g:BUCKET[/PREFIX]).")
     String fsname;
@@ -131,19 +108,7 @@ final class MountCommand implements Callable<Integer> {
             return Daemon.detach(config.mountPoint());
         }
         Preflight.fuseAvailable();
-        Preflight.stagingFits(config.staging());
-        MinioObjectStore store = new MinioObjectStore(config.store());
-        Gateway gateway;
-        try {
-            Preflight.storeAnswers(store, config.store().endpoint(), config.prefix());
-            gateway = Gateway.mount(config, store);
-        } catch (StagingException e) {
-            store.close();
-            throw new UsageError(e.getMessage());
-        } catch (RuntimeException e) {
-            store.close();
-            throw e;
-        }
+        Gateway gateway = config.agentSocket() != null ? mountWithAgent(config) : mountInProcess(config);
         // SIGINT/SIGTERM: unmount and clean up, then exit 0 (a clean unmount is success, not "killed by signal")
         Thread hook = new Thread(() -> {
             int status = 0;
@@ -167,6 +132,35 @@ final class MountCommand implements Callable<Integer> {
         return 0;
     }
 
+    private static Gateway mountInProcess(MountConfig config) {
+        Preflight.stagingFits(config.staging());
+        MinioObjectStore store = new MinioObjectStore(config.store());
+        try {
+            Preflight.storeAnswers(store, config.store().endpoint(), config.prefix());
+            return Gateway.mount(config, store);
+        } catch (StagingException e) {
+            store.close();
+            throw new UsageError(e.getMessage());
+        } catch (RuntimeException e) {
+            store.close();
+            throw e;
+        }
+    }
+
+    /** The agent checks the store and creates the staging region; its refusal is this command's one line. */
+    private Gateway mountWithAgent(MountConfig config) {
+        SocketLink link;
+        try {
+            link = SocketLink.connect(config.agentSocket(), new MountSpec(config.bucket(), config.prefix(),
+                    config.staging().capacity(), config.agent().chunkSize(), config.agent().maxReadahead(),
+                    config.agent().directoryPrefetch(), config.metadataTtl() == null ? -1 : config.metadataTtl().toSeconds()),
+                    config.fs().readDeadline());
+        } catch (LinkException e) {
+            throw new UsageError(e.getMessage());
+        }
+        return Gateway.mountWithAgent(config, link);
+    }
+
     /** A mount command from its command-line words, defaults filled in as for {@code os2g mount}. */
     static MountCommand parse(String... args) {
         MountCommand command = new MountCommand();
@@ -184,26 +178,9 @@ final class MountCommand implements Callable<Integer> {
         if (!prefix.isEmpty() && !prefix.endsWith("/")) {
             prefix = prefix + "/";
         }
-        String endpointText = endpoint != null ? endpoint
-                : System.getenv().getOrDefault("AWS_ENDPOINT_URL", "https://s3.amazonaws.com");
-        String regionText = region != null ? region : System.getenv().getOrDefault("AWS_REGION", "us-east-1");
-        CredentialsResolver.Resolved credentials = new CredentialsResolver(System.getenv(), Path.of(System.getProperty("user.home")))
-                .resolve(noSignRequest, profile, credentialsFile);
-        LOG.debug("credentials: {} ({})", credentials.credentials(), credentials.source());
-        if (requestTimeout < 1) {
-            throw new UsageError("--request-timeout must be at least 1 second: " + requestTimeout);
-        }
-        if (retries < 0) {
-            throw new UsageError("--retries must not be negative: " + retries);
-        }
-        if (maxFetches < 1) {
-            throw new UsageError("--max-fetches must be at least 1: " + maxFetches);
-        }
-        RetryPolicy retry = new RetryPolicy(retries + 1, RetryPolicy.DEFAULT.baseDelay(), RetryPolicy.DEFAULT.maxDelay(),
-                Duration.ofSeconds(requestTimeout));
-        URI endpointUri = Preflight.endpoint(endpointText);
-        StoreConfig store = new StoreConfig(endpointUri, regionText, bucket,
-                credentials.credentials(), virtualHostStyle, retry, Math.max(16, maxFetches * 2), tls(endpointUri));
+        // with --agent, the agent resolves credentials and talks to the store; this process never does
+        StoreConfig storeConfig = agent == null ? store.config(bucket) : null;
+        Duration readDeadline = store.readDeadline();
 
         Path mount = Preflight.mountPoint(mountPoint);
         long chunk = Sizes.parse("--chunk-size", chunkSize);
@@ -218,11 +195,10 @@ final class MountCommand implements Callable<Integer> {
         if (dirPrefetch < 0) {
             throw new UsageError("--dir-prefetch must not be negative: " + dirPrefetch);
         }
-        AgentConfig agent = new AgentConfig(chunk, Math.min(AgentConfig.DEFAULT_INITIAL_READAHEAD, readahead), readahead,
-                maxFetches, dirPrefetch);
+        AgentConfig agentConfig = new AgentConfig(chunk, Math.min(AgentConfig.DEFAULT_INITIAL_READAHEAD, readahead), readahead,
+                store.maxFetches, dirPrefetch);
 
         Duration ttl = parseTtl(metadataTtl);
-        Duration readDeadline = retry.deadline().plus(Duration.ofSeconds(requestTimeout));
         Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize() : Path.of("/dev/shm/os2g", mountId(mount));
         StagingConfig stagingConfig = StagingConfig.of(dir, staging, readDeadline);
 
@@ -246,27 +222,16 @@ final class MountCommand implements Callable<Integer> {
                 options.add(option);
             }
         }
-        return new MountConfig(store, prefix, ttl, stagingConfig, agent, fs, mount, options);
+        return new MountConfig(storeConfig, bucket, prefix, ttl, stagingConfig, agentConfig, fs, mount, options,
+                agent == null ? null : agentSocket(agent));
     }
 
-    private Tls tls(URI endpoint) {
-        if (!endpoint.getScheme().equals("https")) {
-            return Tls.SYSTEM;
+    /** The socket path of {@code unix:PATH}. */
+    static Path agentSocket(String address) {
+        if (!address.startsWith("unix:") || address.length() == 5) {
+            throw new UsageError("--agent must be unix:PATH, the socket of os2g agent --listen: " + address);
         }
-        if (insecureSkipVerify) {
-            LOG.warn("--insecure-skip-verify: the certificate of {} is NOT checked; anyone on the path can read and alter "
-                    + "the data and see the signed requests. Use it for test setups only; give --ca-bundle for a private CA", endpoint);
-            return new Tls(null, true);
-        }
-        Path bundle = caBundle;
-        String fromEnv = System.getenv("AWS_CA_BUNDLE");
-        if (bundle == null && fromEnv != null && !fromEnv.isBlank()) {
-            bundle = Path.of(fromEnv);
-        }
-        if (bundle != null && !Files.isReadable(bundle)) {
-            throw new UsageError((caBundle != null ? "--ca-bundle" : "AWS_CA_BUNDLE") + " is not a readable file: " + bundle);
-        }
-        return new Tls(bundle, false);
+        return Path.of(address.substring(5)).toAbsolutePath().normalize();
     }
 
     static Duration parseTtl(String text) {

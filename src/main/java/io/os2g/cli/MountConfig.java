@@ -11,10 +11,12 @@ import java.util.List;
 /**
  * Everything one mount needs, composed from the components' own configs.
  *
+ * @param store how to reach the bucket; null when an agent process does (see {@code agentSocket})
  * @param prefix bucket prefix shown as the mount root: {@code ""} or ending in {@code /}
  * @param metadataTtl how long listings are trusted; null for forever
  * @param fuseOptions libfuse {@code -o} options
+ * @param agentSocket the socket of the agent process serving this mount; null for an agent in this process
  */
-record MountConfig(StoreConfig store, String prefix, Duration metadataTtl, StagingConfig staging,
-                   AgentConfig agent, FsConfig fs, Path mountPoint, List<String> fuseOptions) {
+record MountConfig(StoreConfig store, String bucket, String prefix, Duration metadataTtl, StagingConfig staging,
+                   AgentConfig agent, FsConfig fs, Path mountPoint, List<String> fuseOptions, Path agentSocket) {
 }

@@ -10,13 +10,13 @@ import io.os2g.namespace.EntryName;
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkLayout;
-import io.os2g.staging.StagingView;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.EnumSet;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.cryptomator.jfuse.api.DirFiller;
 import org.cryptomator.jfuse.api.FileInfo;
 import org.cryptomator.jfuse.api.FuseConfig;
@@ -52,15 +52,19 @@ public final class Os2gFileSystem implements FuseOperations {
     private final AtomicLong nextHandle = new AtomicLong(1);
 
     private final org.cryptomator.jfuse.api.Errno errnos;
+    private final ControlFiles control;
 
-    public Os2gFileSystem(Namespace namespace, StagingView staging, AgentLink link, ChunkLayout layout,
-                          FsConfig config, ReadMetrics metrics, org.cryptomator.jfuse.api.Errno errnos) {
+    /** @param stats the {@code /.os2g/stats} document, made when that file is opened */
+    public Os2gFileSystem(Namespace namespace, AgentLink link, ChunkLayout layout,
+                          FsConfig config, ReadMetrics metrics, org.cryptomator.jfuse.api.Errno errnos,
+                          Supplier<String> stats) {
         this.errnos = errnos;
+        this.control = new ControlFiles(stats);
         this.namespace = namespace;
         this.link = link;
         this.config = config;
         this.metrics = metrics;
-        this.reader = new StagedReader(staging, link, layout, metrics, config.readDeadline());
+        this.reader = new StagedReader(link, layout, metrics, config.readDeadline());
     }
 
     @Override
@@ -91,12 +95,32 @@ public final class Os2gFileSystem implements FuseOperations {
 
     @Override
     public int getattr(String path, Stat stat, FileInfo fi) {
+        if (ControlFiles.owns(path)) {
+            return controlAttributes(path, stat);
+        }
         try {
             fill(namespace.resolve(path), stat);
             return 0;
         } catch (RuntimeException e) {
             return fail("getattr", path, e);
         }
+    }
+
+    private int controlAttributes(String path, Stat stat) {
+        stat.setUid(config.uid());
+        stat.setGid(config.gid());
+        stat.setNLink((short) 1);
+        setTimes(stat, System.currentTimeMillis());
+        if (ControlFiles.isDirectory(path)) {
+            stat.setMode(Stat.S_IFDIR | 0555);
+            return 0;
+        }
+        if (ControlFiles.isFile(path)) {
+            stat.setMode(Stat.S_IFREG | 0444);
+            stat.setSize(control.size());
+            return 0;
+        }
+        return -Errno.ENOENT;
     }
 
     private void fill(Node node, Stat stat) {
@@ -129,6 +153,12 @@ public final class Os2gFileSystem implements FuseOperations {
 
     @Override
     public int readdir(String path, DirFiller filler, long offset, FileInfo fi, int flags) {
+        if (ControlFiles.isDirectory(path)) {
+            filler.fill(".", stat -> { }, 0, 0);
+            filler.fill("..", stat -> { }, 0, 0);
+            filler.fill("stats", stat -> { }, 0, 0);
+            return 0;
+        }
         try {
             if (!(namespace.resolve(path) instanceof Node.Dir dir)) {
                 return -Errno.ENOTDIR;
@@ -157,6 +187,15 @@ public final class Os2gFileSystem implements FuseOperations {
             if ((fi.getFlags() & O_ACCMODE) != 0) {
                 return -Errno.EROFS;
             }
+            if (ControlFiles.owns(path)) {
+                if (!ControlFiles.isFile(path)) {
+                    return ControlFiles.isDirectory(path) ? -Errno.EISDIR : -Errno.ENOENT;
+                }
+                long fh = nextHandle.getAndIncrement();
+                control.open(fh, fi);
+                fi.setFh(fh);
+                return 0;
+            }
             Node node = namespace.resolve(path);
             if (!(node instanceof Node.File file)) {
                 return -Errno.EISDIR;
@@ -177,6 +216,11 @@ public final class Os2gFileSystem implements FuseOperations {
     public int read(String path, ByteBuffer buf, long size, long offset, FileInfo fi) {
         OpenHandle handle = handles.get(fi.getFh());
         if (handle == null) {
+            if (control.isOpen(fi.getFh())) {
+                byte[] bytes = control.read(fi.getFh(), offset, Math.min(size, buf.remaining()));
+                buf.put(bytes);
+                return bytes.length;
+            }
             return -Errno.EBADF;
         }
         try {
@@ -196,6 +240,8 @@ public final class Os2gFileSystem implements FuseOperations {
         OpenHandle handle = handles.remove(fi.getFh());
         if (handle != null) {
             link.release(handle.agentHandle());
+        } else {
+            control.release(fi.getFh());
         }
         return 0;
     }
@@ -216,6 +262,9 @@ public final class Os2gFileSystem implements FuseOperations {
     public int access(String path, int mask) {
         if ((mask & W_OK) != 0) {
             return -Errno.EROFS;
+        }
+        if (ControlFiles.owns(path)) {
+            return ControlFiles.isDirectory(path) || ControlFiles.isFile(path) ? 0 : -Errno.ENOENT;
         }
         try {
             namespace.resolve(path);

@@ -29,14 +29,12 @@ final class StagedReader {
     /** A chunk evicted between staging and pinning is asked for again this many times, then EIO. */
     private static final int MAX_RESTAGE = 3;
 
-    private final StagingView staging;
     private final AgentLink link;
     private final ChunkLayout layout;
     private final ReadMetrics metrics;
     private final long deadlineNanos;
 
-    StagedReader(StagingView staging, AgentLink link, ChunkLayout layout, ReadMetrics metrics, Duration deadline) {
-        this.staging = staging;
+    StagedReader(AgentLink link, ChunkLayout layout, ReadMetrics metrics, Duration deadline) {
         this.link = link;
         this.layout = layout;
         this.metrics = metrics;
@@ -52,11 +50,15 @@ final class StagedReader {
             long chunk = layout.index(position);
             long chunkStart = layout.start(chunk);
             long count = Math.min(end, chunkStart + layout.chunkSize()) - position;
-            StagedChunk staged = pin(handle, new ChunkKey(file.inode(), chunk), position, end);
+            StagingView staging = link.staging();
+            StagedChunk staged = pin(staging, handle, new ChunkKey(file.inode(), chunk), position, end);
             try {
                 staging.copyOut(staged, position - chunkStart, target, position - offset, count);
+            } catch (IllegalStateException unmapped) {
+                // the agent went away and its region was unmapped under this copy: nothing was returned yet
+                throw new ReadException(Errno.EIO, "staging region unmapped during the read (agent reconnecting)", unmapped);
             } finally {
-                staging.release(staged);
+                release(staging, staged);
             }
             position += count;
         }
@@ -65,14 +67,22 @@ final class StagedReader {
         return served;
     }
 
-    private StagedChunk pin(OpenHandle handle, ChunkKey key, long position, long end) {
+    private static void release(StagingView staging, StagedChunk staged) {
+        try {
+            staging.release(staged);
+        } catch (IllegalStateException unmapped) {
+            // unmapped: the pin went with the region
+        }
+    }
+
+    private StagedChunk pin(StagingView staging, OpenHandle handle, ChunkKey key, long position, long end) {
         String etag = handle.file().etag();
         boolean entered = handle.enter(key.index());
         StagedChunk staged = staging.acquire(key, etag);
         if (staged != null) {
             metrics.hit();
             if (entered) {
-                link.read(new ReadRequest(handle.agentHandle(), position, end - position));
+                link.hint(new ReadRequest(handle.agentHandle(), position, end - position));
             }
             return staged;
         }

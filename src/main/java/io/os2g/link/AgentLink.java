@@ -1,21 +1,32 @@
 package io.os2g.link;
 
+import io.os2g.staging.StagingView;
 import java.util.concurrent.CompletableFuture;
 
-/** What the shim can ask of the agent. */
+/** What the shim can ask of the agent, in the same process or another. */
 public interface AgentLink extends AutoCloseable {
 
-    /** Opens a file version; returns the agent's handle for it. */
+    /** Opens a file version; returns the handle for it. */
     long open(OpenRequest request);
 
     /**
      * Asks for a range to be staged. The future completes when it is, or fails with an
-     * {@link io.os2g.ErrnoException}; callers that only hint do not wait for it.
+     * {@link io.os2g.ErrnoException}.
      */
     CompletableFuture<Void> read(ReadRequest request);
 
+    /** Tells the agent a range is being read (it was staged already), so its readahead moves on; no answer. */
+    void hint(ReadRequest request);
+
     /** Forgets a handle (its staged chunks stay until evicted). */
     void release(long handle);
+
+    /**
+     * The agent's staging region as mapped here, for reads with no message.
+     *
+     * @throws LinkException EIO while the agent is not connected
+     */
+    StagingView staging();
 
     @Override
     void close();

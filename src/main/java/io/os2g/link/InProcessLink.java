@@ -1,15 +1,18 @@
 package io.os2g.link;
 
 import io.os2g.agent.Agent;
+import io.os2g.staging.StagingView;
 import java.util.concurrent.CompletableFuture;
 
 /** The link when shim and agent share a process (the default {@code os2g mount}): direct calls. */
 public final class InProcessLink implements AgentLink {
 
     private final Agent agent;
+    private final StagingView staging;
 
-    public InProcessLink(Agent agent) {
+    public InProcessLink(Agent agent, StagingView staging) {
         this.agent = agent;
+        this.staging = staging;
     }
 
     @Override
@@ -23,8 +26,18 @@ public final class InProcessLink implements AgentLink {
     }
 
     @Override
+    public void hint(ReadRequest request) {
+        agent.read(request.handle(), request.offset(), request.length());
+    }
+
+    @Override
     public void release(long handle) {
         agent.release(handle);
+    }
+
+    @Override
+    public StagingView staging() {
+        return staging;
     }
 
     @Override

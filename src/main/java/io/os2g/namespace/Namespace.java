@@ -105,6 +105,16 @@ public final class Namespace {
         return directories.getIfPresent(dir);
     }
 
+    /**
+     * The directory at {@code prefix} listed afresh (the cached listing is dropped first): for a shim in
+     * another process, whose own cache has expired; this namespace keeps the result for the prefetcher.
+     */
+    public Directory relist(String prefix) {
+        Node.Dir dir = prefix.equals(root.prefix()) ? root : new Node.Dir(inodes.inodeOf(prefix), prefix);
+        directories.invalidate(dir);
+        return list(dir);
+    }
+
     /** The directory's entries, listed now or taken from the cache. */
     public Directory list(Node.Dir dir) {
         try {
@@ -142,10 +152,6 @@ public final class Namespace {
             start = end + 1;
         }
         return node;
-    }
-
-    public int knownInodes() {
-        return inodes.size();
     }
 
     /** Stops listing ahead. */

@@ -51,7 +51,7 @@ public final class StagingDirectory {
                     throw new StagingException("staging dir is not a directory: " + path);
                 }
                 long owner = readOwner(path);
-                if (owner > 0 && owner != ProcessHandle.current().pid() && ProcessHandle.of(owner).map(ProcessHandle::isAlive).orElse(false)) {
+                if (owner > 0 && owner != ProcessHandle.current().pid() && alive(owner)) {
                     throw new StagingException("staging dir " + path + " is in use by process " + owner);
                 }
                 LOG.info("reclaiming staging dir {} left by {}", path, owner > 0 ? "process " + owner : "an earlier mount");
@@ -72,6 +72,20 @@ public final class StagingDirectory {
             Files.deleteIfExists(path);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot remove staging dir " + path, e);
+        }
+    }
+
+    /** Alive and not a zombie (killed, not yet reaped by its parent: it holds nothing any more). */
+    private static boolean alive(long pid) {
+        if (!ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+            return false;
+        }
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"), StandardCharsets.US_ASCII);
+            int afterName = stat.lastIndexOf(')');
+            return afterName < 0 || afterName + 2 >= stat.length() || stat.charAt(afterName + 2) != 'Z';
+        } catch (IOException e) {
+            return !Files.isDirectory(Path.of("/proc")); // gone since, unless there is no /proc to ask
         }
     }
 

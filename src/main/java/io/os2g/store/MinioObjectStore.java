@@ -98,6 +98,10 @@ public final class MinioObjectStore implements ObjectStore {
         }
     }
 
+    public java.net.URI endpoint() {
+        return config.endpoint();
+    }
+
     @Override
     public String bucket() {
         return config.bucket();

@@ -1,0 +1,84 @@
+package io.os2g.cli;
+
+import io.os2g.link.AgentServer;
+import io.os2g.staging.StagingDirectory;
+import io.os2g.staging.StagingException;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+@Command(name = "agent", sortOptions = false, usageHelpAutoWidth = true,
+        description = {"Run the agent: the object-store client, prefetching and staging, in a process of its own (on a DPU's cores,",
+                "or on cores set aside for it), serving mounts made with os2g mount --agent unix:PATH. One agent serves several mounts.",
+                "Stays in the foreground until SIGINT/SIGTERM. Credentials as for os2g mount; the mounts hold none."})
+final class AgentCommand implements Callable<Integer> {
+
+    private static final Logger LOG = LoggerFactory.getLogger(AgentCommand.class);
+
+    @Option(names = "--listen", required = true, paramLabel = "unix:PATH", description = "Unix socket to serve mounts on (created 0600).")
+    String listen;
+
+    @Mixin
+    StoreOptions store = new StoreOptions();
+
+    @Option(names = "--staging-dir", paramLabel = "DIR",
+            description = "Where each mount's staging region is created, mount-N under it (default: /dev/shm/os2g/agent-<socket-id>).")
+    Path stagingDir;
+
+    @Option(names = "--cpus", paramLabel = "N",
+            description = "Bound on the agent's fetch and decode parallelism (its scheduler's threads). Pin the process to as many cores with taskset -c or systemd CPUAffinity.")
+    Integer cpus;
+
+    @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
+    boolean help;
+
+    @Option(names = "--debug", description = "Debug logging, and stack traces on errors.")
+    boolean debug;
+
+    @Override
+    public Integer call() throws Exception {
+        Logging.configure(debug);
+        Path socket = MountCommand.agentSocket(listen);
+        int fetches = store.maxFetches;
+        if (cpus != null) {
+            if (cpus < 1) {
+                throw new UsageError("--cpus must be at least 1: " + cpus);
+            }
+            // virtual threads (every fetch and decode) run on this many carrier threads; set before the first starts
+            System.setProperty("jdk.virtualThreadScheduler.parallelism", Integer.toString(cpus));
+            System.setProperty("jdk.virtualThreadScheduler.maxPoolSize", Integer.toString(cpus));
+        }
+        store.config("probe"); // endpoint, credentials and TLS options are checked now, not at the first mount
+        Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize()
+                : Path.of("/dev/shm/os2g", "agent-" + MountCommand.mountId(socket));
+        StagingDirectory parent;
+        try {
+            parent = StagingDirectory.claim(dir);
+        } catch (StagingException e) {
+            throw new UsageError(e.getMessage());
+        }
+        AgentServer server;
+        try {
+            server = AgentServer.listen(socket, new AgentSessions(store, parent, fetches));
+        } catch (IOException e) {
+            parent.remove();
+            throw new UsageError("cannot listen on unix:" + socket + ": " + e.getMessage());
+        }
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            server.close();
+            parent.remove();
+            LOG.info("agent stopped");
+            stopped.countDown();
+        }, "os2g-agent-shutdown"));
+        LOG.info("agent listening on unix:{} (staging under {}{})", socket, dir, cpus == null ? "" : ", " + cpus + " cpus");
+        stopped.await();
+        return 0;
+    }
+}

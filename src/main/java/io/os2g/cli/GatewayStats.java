@@ -1,0 +1,52 @@
+package io.os2g.cli;
+
+import io.os2g.metrics.ReadMetrics;
+import io.os2g.metrics.Stats;
+import io.os2g.staging.ExtentIndex;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The {@code /.os2g/stats} document. Counters only: no endpoint credentials, no keys. The shim's and
+ * the agent's CPU are apart in split mode; with the agent in process they are one process's.
+ */
+final class GatewayStats {
+
+    private GatewayStats() {
+    }
+
+    static Map<String, Object> staging(ExtentIndex index) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("capacity_bytes", index.capacityBytes());
+        m.put("free_bytes", index.freeBytes());
+        m.put("staged_chunks", index.stagedChunks());
+        m.put("pinned_chunks", index.pinnedChunks());
+        m.put("in_flight_bytes", index.inFlightBytes());
+        m.put("evictions", index.evictions());
+        return m;
+    }
+
+    /**
+     * @param split whether the agent is another process
+     * @param agent the agent's part ({@code cpu_seconds} among it), or null when it cannot be asked now
+     */
+    static String document(boolean split, ReadMetrics metrics, Map<String, Object> agent) {
+        double cpu = Stats.processCpuSeconds();
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("mode", split ? "split" : "in-process");
+        doc.put("bytes_served", metrics.bytesServed());
+        doc.put("reads", metrics.reads());
+        doc.put("staging_hits", metrics.stagingHits());
+        doc.put("staging_misses", metrics.stagingMisses());
+        doc.put("errors", metrics.errors());
+        Map<String, Object> process = new LinkedHashMap<>();
+        process.put("cpu_seconds", cpu);
+        process.put("cpu_seconds_per_gib", Stats.perGib(cpu, metrics.bytesServed()));
+        doc.put(split ? "shim" : "process", process);
+        if (agent != null && split && agent.get("cpu_seconds") instanceof Number agentCpu) {
+            agent.put("cpu_seconds_per_gib", Stats.perGib(agentCpu.doubleValue(), metrics.bytesServed()));
+        }
+        doc.put("agent", agent == null ? Map.of("connected", false) : agent);
+        return Stats.json(doc);
+    }
+}

@@ -1,0 +1,105 @@
+package io.os2g.cli;
+
+import io.os2g.store.RetryPolicy;
+import io.os2g.store.StoreConfig;
+import io.os2g.store.Tls;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Option;
+
+/** How to reach the object store: the options of whichever process holds the S3 client ({@code mount}, {@code agent}). */
+final class StoreOptions {
+
+    private static final Logger LOG = LoggerFactory.getLogger(StoreOptions.class);
+
+    @Option(names = "--endpoint", paramLabel = "URL", description = "S3 endpoint (default: $AWS_ENDPOINT_URL or https://s3.amazonaws.com).")
+    String endpoint;
+
+    @Option(names = "--region", paramLabel = "REGION", description = "Signing region (default: $AWS_REGION or us-east-1).")
+    String region;
+
+    @Option(names = "--profile", paramLabel = "NAME", description = "Profile in ~/.aws/credentials (or in --credentials-file).")
+    String profile;
+
+    @Option(names = "--credentials-file", paramLabel = "FILE", description = "AWS-style credentials file to read.")
+    Path credentialsFile;
+
+    @Option(names = "--no-sign-request", description = "Send unsigned requests (public buckets).")
+    boolean noSignRequest;
+
+    @Option(names = "--ca-bundle", paramLabel = "FILE", description = "PEM file of the CAs that sign an https endpoint's certificate, trusted instead of the JDK's (default: $AWS_CA_BUNDLE if set).")
+    Path caBundle;
+
+    @Option(names = "--insecure-skip-verify", description = "Do not check the https endpoint's certificate. For test setups only: anyone on the path can then read and alter the data.")
+    boolean insecureSkipVerify;
+
+    @Option(names = "--virtual-host-style", description = "Address the bucket as a host name (default: path style).")
+    boolean virtualHostStyle;
+
+    @Option(names = "--max-fetches", paramLabel = "N", defaultValue = "32", description = "Chunk fetches in flight at once (default: ${DEFAULT-VALUE}).")
+    int maxFetches;
+
+    @Option(names = "--request-timeout", paramLabel = "SECONDS", defaultValue = "10", description = "Deadline of one S3 request, body included (default: ${DEFAULT-VALUE}).")
+    int requestTimeout;
+
+    @Option(names = "--retries", paramLabel = "N", defaultValue = "6",
+            description = "Retries of an S3 request that failed transiently (refused, reset, timed out, 5xx, SlowDown), backing off 100 ms doubling to 5 s: the default rides out about 3 s of outage (default: ${DEFAULT-VALUE}).")
+    int retries;
+
+    RetryPolicy retry() {
+        if (requestTimeout < 1) {
+            throw new UsageError("--request-timeout must be at least 1 second: " + requestTimeout);
+        }
+        if (retries < 0) {
+            throw new UsageError("--retries must not be negative: " + retries);
+        }
+        if (maxFetches < 1) {
+            throw new UsageError("--max-fetches must be at least 1: " + maxFetches);
+        }
+        return new RetryPolicy(retries + 1, RetryPolicy.DEFAULT.baseDelay(), RetryPolicy.DEFAULT.maxDelay(),
+                Duration.ofSeconds(requestTimeout));
+    }
+
+    /** How long a read may wait for a fetch: every attempt and backoff, and one more request's time. */
+    Duration readDeadline() {
+        return retry().deadline().plus(Duration.ofSeconds(requestTimeout));
+    }
+
+    /** The store of {@code bucket}, with credentials resolved from the environment, profile or file. */
+    StoreConfig config(String bucket) {
+        String endpointText = endpoint != null ? endpoint
+                : System.getenv().getOrDefault("AWS_ENDPOINT_URL", "https://s3.amazonaws.com");
+        String regionText = region != null ? region : System.getenv().getOrDefault("AWS_REGION", "us-east-1");
+        CredentialsResolver.Resolved credentials = new CredentialsResolver(System.getenv(), Path.of(System.getProperty("user.home")))
+                .resolve(noSignRequest, profile, credentialsFile);
+        LOG.debug("credentials: {} ({})", credentials.credentials(), credentials.source());
+        RetryPolicy retry = retry();
+        URI endpointUri = Preflight.endpoint(endpointText);
+        return new StoreConfig(endpointUri, regionText, bucket, credentials.credentials(), virtualHostStyle, retry,
+                Math.max(16, maxFetches * 2), tls(endpointUri));
+    }
+
+    private Tls tls(URI endpoint) {
+        if (!endpoint.getScheme().equals("https")) {
+            return Tls.SYSTEM;
+        }
+        if (insecureSkipVerify) {
+            LOG.warn("--insecure-skip-verify: the certificate of {} is NOT checked; anyone on the path can read and alter "
+                    + "the data and see the signed requests. Use it for test setups only; give --ca-bundle for a private CA", endpoint);
+            return new Tls(null, true);
+        }
+        Path bundle = caBundle;
+        String fromEnv = System.getenv("AWS_CA_BUNDLE");
+        if (bundle == null && fromEnv != null && !fromEnv.isBlank()) {
+            bundle = Path.of(fromEnv);
+        }
+        if (bundle != null && !Files.isReadable(bundle)) {
+            throw new UsageError((caBundle != null ? "--ca-bundle" : "AWS_CA_BUNDLE") + " is not a readable file: " + bundle);
+        }
+        return new Tls(bundle, false);
+    }
+}

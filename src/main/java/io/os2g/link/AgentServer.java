@@ -1,0 +1,192 @@
+package io.os2g.link;
+
+import io.os2g.Errno;
+import io.os2g.ErrnoException;
+import io.os2g.agent.Agent;
+import java.io.EOFException;
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Set;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The agent's end of the split mode: a Unix socket (mode 0600) where shims connect, one session per
+ * connection. Each connection is read by one virtual thread that blocks on the socket (no polling:
+ * an idle agent uses no CPU); slow requests (listings, fetches) complete on other threads and
+ * answer by request id.
+ */
+public final class AgentServer implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(AgentServer.class);
+
+    private final Path path;
+    private final AgentSession.Factory sessions;
+    private final ServerSocketChannel server;
+    private final ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor();
+    private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
+    private volatile boolean closed;
+
+    private AgentServer(Path path, AgentSession.Factory sessions, ServerSocketChannel server) {
+        this.path = path;
+        this.sessions = sessions;
+        this.server = server;
+    }
+
+    /** Listens at {@code path} (a stale socket file of a dead agent is replaced) and serves until closed. */
+    public static AgentServer listen(Path path, AgentSession.Factory sessions) throws IOException {
+        Files.createDirectories(path.toAbsolutePath().getParent());
+        if (Files.exists(path)) {
+            try (SocketChannel probe = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
+                throw new IOException("another agent is listening at " + path);
+            } catch (IOException refused) {
+                if (refused.getMessage() != null && refused.getMessage().startsWith("another agent")) {
+                    throw refused;
+                }
+                Files.delete(path); // left by an agent that died
+            }
+        }
+        ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        server.bind(UnixDomainSocketAddress.of(path));
+        Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-------"));
+        AgentServer agentServer = new AgentServer(path, sessions, server);
+        Thread.ofPlatform().name("os2g-agent-accept").daemon(true).start(agentServer::acceptLoop);
+        return agentServer;
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            try {
+                SocketChannel channel = server.accept();
+                connections.add(channel);
+                threads.execute(() -> serve(channel));
+            } catch (IOException e) {
+                if (!closed) {
+                    LOG.warn("accept on {} failed: {}", path, e.toString());
+                }
+                return;
+            }
+        }
+    }
+
+    private void serve(SocketChannel channel) {
+        Wire wire = new Wire(ChannelStreams.in(channel), ChannelStreams.out(channel));
+        AgentSession session = null;
+        try {
+            Wire.Frame first = wire.receive();
+            if (!(first.message() instanceof Message.Hello hello)) {
+                wire.send(first.id(), new Message.Refused("expected a hello"));
+                return;
+            }
+            if (hello.version() != Wire.VERSION) {
+                wire.send(first.id(), new Message.Refused("the agent speaks link protocol version " + Wire.VERSION
+                        + ", this mount version " + hello.version() + ": run the same os2g release on both sides"));
+                return;
+            }
+            try {
+                session = sessions.open(hello.spec());
+            } catch (RuntimeException e) {
+                wire.send(first.id(), new Message.Refused(String.valueOf(e.getMessage())));
+                return;
+            }
+            LOG.info("serving {}/{} to a shim (staging in {})", hello.spec().bucket(), hello.spec().prefix(), session.layout().directory());
+            wire.send(first.id(), new Message.Welcome(session.layout()));
+            for (;;) {
+                Wire.Frame frame = wire.receive();
+                dispatch(wire, session, frame);
+            }
+        } catch (EOFException e) {
+            // the shim went away (unmounted or killed)
+        } catch (IOException e) {
+            if (!closed) {
+                LOG.warn("link to a shim failed: {}", e.toString());
+            }
+        } finally {
+            connections.remove(channel);
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // closing
+            }
+            if (session != null) {
+                LOG.info("shim of {} disconnected: its staging region is freed", session.layout().directory());
+                session.close();
+            }
+        }
+    }
+
+    private void dispatch(Wire wire, AgentSession session, Wire.Frame frame) throws IOException {
+        Agent agent = session.agent();
+        long id = frame.id();
+        switch (frame.message()) {
+            case Message.ListPrefix list -> threads.execute(() -> {
+                try {
+                    reply(wire, id, new Message.Listed(agent.listing(list.prefix())));
+                } catch (RuntimeException e) {
+                    reply(wire, id, failure(e));
+                }
+            });
+            case Message.Open open -> {
+                OpenRequest r = open.request();
+                reply(wire, id, new Message.Opened(agent.open(r.inode(), r.key(), r.etag(), r.size())));
+            }
+            case Message.Read read -> {
+                ReadRequest r = read.request();
+                var staged = agent.read(r.handle(), r.offset(), r.length());
+                if (read.reply()) {
+                    staged.whenComplete((ok, failed) -> reply(wire, id, failed == null ? new Message.Done() : failure(failed)));
+                }
+            }
+            case Message.Release release -> agent.release(release.handle());
+            case Message.Stats stats -> reply(wire, id, new Message.StatsReply(session.statsJson()));
+            default -> reply(wire, id, new Message.Failed(Errno.EIO, "unexpected message " + frame.message()));
+        }
+    }
+
+    private static Message.Failed failure(Throwable t) {
+        Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+        int errno = cause instanceof ErrnoException e ? e.errno() : Errno.EIO;
+        return new Message.Failed(errno, String.valueOf(cause.getMessage()));
+    }
+
+    private static void reply(Wire wire, long id, Message message) {
+        try {
+            wire.send(id, message);
+        } catch (IOException e) {
+            // the shim is gone; its reader ends the session
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        try {
+            server.close();
+        } catch (IOException ignored) {
+            // closing
+        }
+        for (SocketChannel c : connections) {
+            try {
+                c.close();
+            } catch (IOException ignored) {
+                // closing
+            }
+        }
+        threads.shutdown();
+        try {
+            Files.deleteIfExists(path);
+        } catch (IOException ignored) {
+            // best effort
+        }
+    }
+}

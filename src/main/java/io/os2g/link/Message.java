@@ -1,0 +1,48 @@
+package io.os2g.link;
+
+import io.os2g.store.Listing;
+
+/** The messages of the split-mode protocol; each travels in one frame with a request id. */
+sealed interface Message {
+
+    record Hello(int version, MountSpec spec) implements Message {
+    }
+
+    record Welcome(StagingLayout layout) implements Message {
+    }
+
+    /** The agent will not serve this mount (version mismatch, bucket missing, credentials rejected ...). */
+    record Refused(String reason) implements Message {
+    }
+
+    record ListPrefix(String prefix) implements Message {
+    }
+
+    record Listed(Listing listing) implements Message {
+    }
+
+    record Open(OpenRequest request) implements Message {
+    }
+
+    record Opened(long handle) implements Message {
+    }
+
+    /** Stage a range; {@code reply} false for a readahead hint nobody waits for. */
+    record Read(ReadRequest request, boolean reply) implements Message {
+    }
+
+    record Done() implements Message {
+    }
+
+    record Failed(int errno, String message) implements Message {
+    }
+
+    record Release(long handle) implements Message {
+    }
+
+    record Stats() implements Message {
+    }
+
+    record StatsReply(String json) implements Message {
+    }
+}

@@ -1,0 +1,11 @@
+package io.os2g.link;
+
+/**
+ * What a shim asks of an agent for one mount, sent in the handshake: the agent opens the bucket,
+ * a staging region of that size and chunk layout, and a namespace with that TTL.
+ *
+ * @param metadataTtlSeconds how long listings are trusted; -1 for forever
+ */
+public record MountSpec(String bucket, String prefix, long stagingSize, long chunkSize, long maxReadahead,
+                        int dirPrefetch, long metadataTtlSeconds) {
+}

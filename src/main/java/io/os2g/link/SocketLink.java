@@ -1,0 +1,351 @@
+package io.os2g.link;
+
+import io.os2g.Errno;
+import io.os2g.staging.StagingConfig;
+import io.os2g.staging.StagingView;
+import io.os2g.store.Listing;
+import java.io.IOException;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The shim's end of the split mode: requests to an agent process over its Unix socket, and the
+ * agent's staging region mapped here, so that a staged chunk is read with no message at all.
+ *
+ * <p>When the agent goes away, requests in flight fail with EIO at once and new ones fail fast
+ * while a background thread dials again every second; once the agent is back, the link opens a
+ * new session (a fresh staging region), maps it, and reopens handles lazily on their next read.
+ */
+public final class SocketLink implements AgentLink {
+
+    private static final Logger LOG = LoggerFactory.getLogger(SocketLink.class);
+    private static final Duration RECONNECT_EVERY = Duration.ofSeconds(1);
+
+    private final Path socket;
+    private final MountSpec spec;
+    private final Duration deadline;
+    private final AtomicLong ids = new AtomicLong(1);
+    private final AtomicLong handles = new AtomicLong(1);
+    private final ConcurrentHashMap<Long, LocalHandle> open = new ConcurrentHashMap<>();
+    private volatile Connection current;
+    private volatile boolean closed;
+    private Thread redialer;
+
+    /** A connected session: one socket, one agent-side mount, one mapped region. */
+    private final class Connection {
+        final SocketChannel channel;
+        final Wire wire;
+        final StagingView view;
+        final ConcurrentHashMap<Long, CompletableFuture<Message>> pending = new ConcurrentHashMap<>();
+
+        Connection(SocketChannel channel, Wire wire, StagingView view) {
+            this.channel = channel;
+            this.wire = wire;
+            this.view = view;
+        }
+
+        void readReplies() {
+            try {
+                for (;;) {
+                    Wire.Frame frame = wire.receive();
+                    CompletableFuture<Message> waiting = pending.remove(frame.id());
+                    if (waiting != null) {
+                        waiting.complete(frame.message());
+                    }
+                }
+            } catch (IOException e) {
+                lost(this, e);
+            }
+        }
+
+        Message call(Message request) {
+            long id = ids.getAndIncrement();
+            CompletableFuture<Message> reply = new CompletableFuture<>();
+            pending.put(id, reply);
+            try {
+                wire.send(id, request);
+                return reply.get(deadline.toNanos(), TimeUnit.NANOSECONDS);
+            } catch (IOException e) {
+                lost(this, e);
+                throw new LinkException(Errno.EIO, "agent connection lost: " + e.getMessage());
+            } catch (TimeoutException e) {
+                throw new LinkException(Errno.EIO, "the agent did not answer within " + deadline.toMillis() + " ms");
+            } catch (ExecutionException e) {
+                throw e.getCause() instanceof LinkException le ? le : new LinkException(Errno.EIO, String.valueOf(e.getCause()));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new LinkException(Errno.EIO, "interrupted");
+            } finally {
+                pending.remove(id);
+            }
+        }
+    }
+
+    /** An open file as the shim knows it; reopened on the agent after a reconnect. */
+    private static final class LocalHandle {
+        final OpenRequest request;
+        Connection connection;
+        long agentHandle;
+
+        LocalHandle(OpenRequest request) {
+            this.request = request;
+        }
+    }
+
+    private SocketLink(Path socket, MountSpec spec, Duration deadline) {
+        this.socket = socket;
+        this.spec = spec;
+        this.deadline = deadline;
+    }
+
+    /**
+     * Connects and shakes hands.
+     *
+     * @param deadline how long a request may wait for its answer (the read deadline)
+     * @throws LinkException when the agent is not there or refuses the mount (its reason in the message)
+     */
+    public static SocketLink connect(Path socket, MountSpec spec, Duration deadline) {
+        SocketLink link = new SocketLink(socket, spec, deadline);
+        link.current = link.dial();
+        return link;
+    }
+
+    private Connection dial() {
+        SocketChannel channel;
+        try {
+            channel = SocketChannel.open(UnixDomainSocketAddress.of(socket));
+        } catch (IOException e) {
+            throw new LinkException(Errno.EIO, "no agent at unix:" + socket + " (" + e.getMessage() + "); start one with os2g agent --listen unix:" + socket);
+        }
+        try {
+            Wire wire = new Wire(ChannelStreams.in(channel), ChannelStreams.out(channel));
+            wire.send(0, new Message.Hello(Wire.VERSION, spec));
+            Message answer = wire.receive().message();
+            if (answer instanceof Message.Refused refused) {
+                throw new LinkException(Errno.EIO, "the agent at unix:" + socket + " refused the mount: " + refused.reason());
+            }
+            if (!(answer instanceof Message.Welcome welcome)) {
+                throw new LinkException(Errno.EIO, "the agent at unix:" + socket + " answered the hello with " + answer);
+            }
+            StagingLayout l = welcome.layout();
+            StagingView view = StagingView.attach(new StagingConfig(Path.of(l.directory()), l.capacity(), l.pageSize(),
+                    l.segmentSize(), deadline));
+            Connection connection = new Connection(channel, wire, view);
+            Thread.ofVirtual().name("os2g-link-replies").start(connection::readReplies);
+            return connection;
+        } catch (IOException | RuntimeException e) {
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // failing anyway
+            }
+            if (e instanceof LinkException le) {
+                throw le;
+            }
+            throw new LinkException(Errno.EIO, "handshake with the agent at unix:" + socket + " failed: " + e.getMessage());
+        }
+    }
+
+    private void lost(Connection connection, IOException why) {
+        synchronized (this) {
+            if (current != connection) {
+                return;
+            }
+            current = null;
+        }
+        try {
+            connection.channel.close();
+        } catch (IOException ignored) {
+            // already broken
+        }
+        LinkException failure = new LinkException(Errno.EIO, "agent connection lost");
+        connection.pending.values().forEach(f -> f.completeExceptionally(failure));
+        // readers copying from it at this moment fail their access and report EIO; nothing is torn
+        connection.view.close();
+        if (closed) {
+            return;
+        }
+        LOG.warn("lost the agent at unix:{} ({}); reads fail with EIO until it is back", socket, why.toString());
+        startRedialing();
+    }
+
+    private synchronized void startRedialing() {
+        if (redialer != null && redialer.isAlive()) {
+            return;
+        }
+        redialer = Thread.ofVirtual().name("os2g-link-redial").start(() -> {
+            while (!closed && current == null) {
+                try {
+                    Thread.sleep(RECONNECT_EVERY);
+                    Connection connection = dial();
+                    synchronized (this) {
+                        if (closed) {
+                            connection.channel.close();
+                            return;
+                        }
+                        current = connection;
+                    }
+                    LOG.info("reconnected to the agent at unix:{}", socket);
+                } catch (LinkException | IOException e) {
+                    LOG.debug("agent still away: {}", e.getMessage());
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        });
+    }
+
+    private Connection connection() {
+        Connection c = current;
+        if (c == null) {
+            throw new LinkException(Errno.EIO, "the agent at unix:" + socket + " is not connected");
+        }
+        return c;
+    }
+
+    @Override
+    public StagingView staging() {
+        return connection().view;
+    }
+
+    /** One listing, answered by the agent from the object store. */
+    public Listing list(String prefix) {
+        Message reply = connection().call(new Message.ListPrefix(prefix));
+        return switch (reply) {
+            case Message.Listed listed -> listed.listing();
+            case Message.Failed failed -> throw new LinkException(failed.errno(), failed.message());
+            default -> throw new LinkException(Errno.EIO, "unexpected answer to a listing: " + reply);
+        };
+    }
+
+    /** The agent's counters for this mount, as a JSON object. */
+    public String agentStats() {
+        Message reply = connection().call(new Message.Stats());
+        if (reply instanceof Message.StatsReply stats) {
+            return stats.json();
+        }
+        throw new LinkException(Errno.EIO, "unexpected answer to stats: " + reply);
+    }
+
+    @Override
+    public long open(OpenRequest request) {
+        LocalHandle handle = new LocalHandle(request);
+        bind(handle, connection());
+        long id = handles.getAndIncrement();
+        open.put(id, handle);
+        return id;
+    }
+
+    /** Opens the file on this connection's agent session if it is not open there yet. */
+    private long bind(LocalHandle handle, Connection connection) {
+        synchronized (handle) {
+            if (handle.connection != connection) {
+                Message reply = connection.call(new Message.Open(handle.request));
+                if (!(reply instanceof Message.Opened opened)) {
+                    throw reply instanceof Message.Failed f ? new LinkException(f.errno(), f.message())
+                            : new LinkException(Errno.EIO, "unexpected answer to open: " + reply);
+                }
+                handle.agentHandle = opened.handle();
+                handle.connection = connection;
+            }
+            return handle.agentHandle;
+        }
+    }
+
+    @Override
+    public CompletableFuture<Void> read(ReadRequest request) {
+        try {
+            Connection connection = connection();
+            LocalHandle handle = open.get(request.handle());
+            if (handle == null) {
+                return CompletableFuture.failedFuture(new LinkException(Errno.EBADF, "unknown handle " + request.handle()));
+            }
+            long agentHandle = bind(handle, connection);
+            long id = ids.getAndIncrement();
+            CompletableFuture<Message> reply = new CompletableFuture<>();
+            connection.pending.put(id, reply);
+            try {
+                connection.wire.send(id, new Message.Read(new ReadRequest(agentHandle, request.offset(), request.length()), true));
+            } catch (IOException e) {
+                connection.pending.remove(id);
+                lost(connection, e);
+                return CompletableFuture.failedFuture(new LinkException(Errno.EIO, "agent connection lost"));
+            }
+            return reply.thenApply(answer -> switch (answer) {
+                case Message.Done done -> (Void) null;
+                case Message.Failed failed -> throw new LinkException(failed.errno(), failed.message());
+                default -> throw new LinkException(Errno.EIO, "unexpected answer to a read: " + answer);
+            });
+        } catch (LinkException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    @Override
+    public void hint(ReadRequest request) {
+        Connection connection = current;
+        LocalHandle handle = open.get(request.handle());
+        if (connection == null || handle == null) {
+            return;
+        }
+        try {
+            long agentHandle = bind(handle, connection);
+            connection.wire.send(ids.getAndIncrement(), new Message.Read(new ReadRequest(agentHandle, request.offset(), request.length()), false));
+        } catch (IOException e) {
+            lost(connection, e);
+        } catch (LinkException e) {
+            // a hint may be lost
+        }
+    }
+
+    @Override
+    public void release(long handle) {
+        LocalHandle local = open.remove(handle);
+        Connection connection = current;
+        if (local == null || connection == null) {
+            return;
+        }
+        synchronized (local) {
+            if (local.connection != connection) {
+                return;
+            }
+        }
+        try {
+            connection.wire.send(ids.getAndIncrement(), new Message.Release(local.agentHandle));
+        } catch (IOException e) {
+            lost(connection, e);
+        }
+    }
+
+    @Override
+    public void close() {
+        Connection connection;
+        synchronized (this) {
+            closed = true;
+            connection = current;
+            current = null;
+        }
+        if (redialer != null) {
+            redialer.interrupt();
+        }
+        if (connection != null) {
+            try {
+                connection.channel.close();
+            } catch (IOException ignored) {
+                // closing
+            }
+            connection.pending.values().forEach(f -> f.completeExceptionally(new LinkException(Errno.EIO, "unmounting")));
+            connection.view.close();
+        }
+    }
+}

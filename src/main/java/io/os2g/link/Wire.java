@@ -1,0 +1,218 @@
+package io.os2g.link;
+
+import io.os2g.store.Listing;
+import io.os2g.store.ObjectSummary;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Frames of the split-mode protocol: {@code int length, byte type, long id, payload}, big-endian,
+ * strings as UTF-8 with a 4-byte length. A frame is written whole under one lock, so
+ * completions from many threads interleave by frame, never by byte.
+ */
+final class Wire {
+
+    /** "OS2G": the first bytes of a hello, so a stranger on the socket is told apart from an old version. */
+    static final int MAGIC = 0x4f533247;
+    /** Bumped whenever a message changes; both ends must agree. */
+    static final int VERSION = 1;
+    private static final int MAX_FRAME = 256 << 20;
+
+    private final DataInputStream in;
+    private final OutputStream out;
+    private final Object writeLock = new Object();
+
+    Wire(InputStream in, OutputStream out) {
+        this.in = new DataInputStream(new java.io.BufferedInputStream(in, 64 * 1024));
+        this.out = out;
+    }
+
+    /** A received frame. */
+    record Frame(long id, Message message) {
+    }
+
+    void send(long id, Message message) throws IOException {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(64);
+        DataOutputStream body = new DataOutputStream(bytes);
+        body.writeInt(0); // length, filled in below
+        body.writeByte(type(message));
+        body.writeLong(id);
+        write(body, message);
+        body.flush();
+        byte[] frame = bytes.toByteArray();
+        int length = frame.length - 4;
+        frame[0] = (byte) (length >>> 24);
+        frame[1] = (byte) (length >>> 16);
+        frame[2] = (byte) (length >>> 8);
+        frame[3] = (byte) length;
+        synchronized (writeLock) {
+            out.write(frame);
+            out.flush();
+        }
+    }
+
+    /** The next frame; EOFException when the peer closed the connection. */
+    Frame receive() throws IOException {
+        int length = in.readInt();
+        if (length < 9 || length > MAX_FRAME) {
+            throw new IOException("bad frame length " + length);
+        }
+        byte type = in.readByte();
+        long id = in.readLong();
+        return new Frame(id, read(type, in));
+    }
+
+    private static byte type(Message m) {
+        return switch (m) {
+            case Message.Hello h -> 1;
+            case Message.Welcome w -> 2;
+            case Message.Refused r -> 3;
+            case Message.ListPrefix l -> 4;
+            case Message.Listed l -> 5;
+            case Message.Open o -> 6;
+            case Message.Opened o -> 7;
+            case Message.Read r -> 8;
+            case Message.Done d -> 9;
+            case Message.Failed f -> 10;
+            case Message.Release r -> 11;
+            case Message.Stats s -> 12;
+            case Message.StatsReply s -> 13;
+        };
+    }
+
+    private static void write(DataOutputStream o, Message m) throws IOException {
+        switch (m) {
+            case Message.Hello h -> {
+                o.writeInt(MAGIC);
+                o.writeInt(h.version());
+                MountSpec s = h.spec();
+                string(o, s.bucket());
+                string(o, s.prefix());
+                o.writeLong(s.stagingSize());
+                o.writeLong(s.chunkSize());
+                o.writeLong(s.maxReadahead());
+                o.writeInt(s.dirPrefetch());
+                o.writeLong(s.metadataTtlSeconds());
+            }
+            case Message.Welcome w -> {
+                StagingLayout l = w.layout();
+                string(o, l.directory());
+                o.writeLong(l.capacity());
+                o.writeInt(l.pageSize());
+                o.writeLong(l.segmentSize());
+            }
+            case Message.Refused r -> string(o, r.reason());
+            case Message.ListPrefix l -> string(o, l.prefix());
+            case Message.Listed l -> {
+                Listing listing = l.listing();
+                string(o, listing.prefix());
+                o.writeInt(listing.objects().size());
+                for (ObjectSummary s : listing.objects()) {
+                    string(o, s.key());
+                    o.writeLong(s.size());
+                    string(o, s.etag());
+                    o.writeLong(s.lastModifiedMillis());
+                }
+                o.writeInt(listing.commonPrefixes().size());
+                for (String p : listing.commonPrefixes()) {
+                    string(o, p);
+                }
+            }
+            case Message.Open op -> {
+                OpenRequest r = op.request();
+                o.writeLong(r.inode());
+                string(o, r.key());
+                string(o, r.etag());
+                o.writeLong(r.size());
+            }
+            case Message.Opened op -> o.writeLong(op.handle());
+            case Message.Read r -> {
+                o.writeLong(r.request().handle());
+                o.writeLong(r.request().offset());
+                o.writeLong(r.request().length());
+                o.writeBoolean(r.reply());
+            }
+            case Message.Done d -> {
+            }
+            case Message.Failed f -> {
+                o.writeInt(f.errno());
+                string(o, f.message());
+            }
+            case Message.Release r -> o.writeLong(r.handle());
+            case Message.Stats s -> {
+            }
+            case Message.StatsReply s -> string(o, s.json());
+        }
+    }
+
+    private static Message read(byte type, DataInputStream i) throws IOException {
+        return switch (type) {
+            case 1 -> {
+                int magic = i.readInt();
+                if (magic != MAGIC) {
+                    throw new IOException("not an os2g peer (magic " + Integer.toHexString(magic) + ")");
+                }
+                int version = i.readInt();
+                if (version != VERSION) {
+                    yield new Message.Hello(version, null); // the rest is another version's: not read
+                }
+                yield new Message.Hello(version, new MountSpec(string(i), string(i), i.readLong(), i.readLong(),
+                        i.readLong(), i.readInt(), i.readLong()));
+            }
+            case 2 -> new Message.Welcome(new StagingLayout(string(i), i.readLong(), i.readInt(), i.readLong()));
+            case 3 -> new Message.Refused(string(i));
+            case 4 -> new Message.ListPrefix(string(i));
+            case 5 -> {
+                String prefix = string(i);
+                int n = count(i);
+                List<ObjectSummary> objects = new ArrayList<>(n);
+                for (int k = 0; k < n; k++) {
+                    objects.add(new ObjectSummary(string(i), i.readLong(), string(i), i.readLong()));
+                }
+                int p = count(i);
+                List<String> prefixes = new ArrayList<>(p);
+                for (int k = 0; k < p; k++) {
+                    prefixes.add(string(i));
+                }
+                yield new Message.Listed(new Listing(prefix, objects, prefixes));
+            }
+            case 6 -> new Message.Open(new OpenRequest(i.readLong(), string(i), string(i), i.readLong()));
+            case 7 -> new Message.Opened(i.readLong());
+            case 8 -> new Message.Read(new ReadRequest(i.readLong(), i.readLong(), i.readLong()), i.readBoolean());
+            case 9 -> new Message.Done();
+            case 10 -> new Message.Failed(i.readInt(), string(i));
+            case 11 -> new Message.Release(i.readLong());
+            case 12 -> new Message.Stats();
+            case 13 -> new Message.StatsReply(string(i));
+            default -> throw new IOException("unknown message type " + type);
+        };
+    }
+
+    private static void string(DataOutputStream o, String s) throws IOException {
+        byte[] b = s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        o.writeInt(b.length);
+        o.write(b);
+    }
+
+    private static String string(DataInputStream i) throws IOException {
+        int n = count(i);
+        byte[] b = new byte[n];
+        i.readFully(b);
+        return new String(b, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private static int count(DataInputStream i) throws IOException {
+        int n = i.readInt();
+        if (n < 0 || n > MAX_FRAME) {
+            throw new EOFException("bad count " + n);
+        }
+        return n;
+    }
+}
