@@ -94,7 +94,7 @@ class S3Server:
 class Mount:
     """A foreground `os2g mount` process; usable once the kernel lists the mount."""
 
-    def __init__(self, server, bucket, extra=(), env=None, staging=None):
+    def __init__(self, server, bucket, extra=(), env=None, staging=None, credentials=True):
         self.dir = Path(tempfile.mkdtemp(prefix="os2g-it-"))
         self.path = self.dir / "mnt"
         self.path.mkdir()
@@ -102,8 +102,9 @@ class Mount:
         self.log = open(self.dir / "mount.log", "w+")
         command = [OS2G, "mount", bucket, str(self.path), "--endpoint", server.endpoint,
                    "--staging-dir", str(self.staging), *extra]
+        base = {k: v for k, v in os.environ.items() if credentials or not k.startswith("AWS_")}
         self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **CREDENTIALS_ENV, **(env or {})})
+                                     env={**base, **(CREDENTIALS_ENV if credentials else {}), **(env or {})})
         deadline = time.time() + 90
         # usable as soon as the kernel lists it; "mounted" in the log once os2g has finished its own checks
         while not (mounted(self.path) and " mounted " in self.output()):

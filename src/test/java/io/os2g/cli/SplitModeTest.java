@@ -1,0 +1,190 @@
+package io.os2g.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.os2g.Errno;
+import io.os2g.link.AgentServer;
+import io.os2g.link.LinkException;
+import io.os2g.link.MountSpec;
+import io.os2g.link.OpenRequest;
+import io.os2g.link.ReadRequest;
+import io.os2g.link.SocketLink;
+import io.os2g.namespace.InodeTable;
+import io.os2g.staging.ChunkKey;
+import io.os2g.staging.StagedChunk;
+import io.os2g.staging.StagingDirectory;
+import io.os2g.staging.StagingView;
+import io.os2g.store.Listing;
+import io.os2g.support.S3Fixture;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.gaul.s3proxy.junit.S3ProxyExtension;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The agent and a shim's link in one JVM, over a real Unix socket and a real S3 server: everything
+ * of the split mode but the FUSE mount (the integration suite mounts it).
+ */
+@Tag("s3")
+class SplitModeTest {
+
+    private static final int CHUNK = 256 * 1024;
+
+    @RegisterExtension
+    final S3ProxyExtension proxy = S3Fixture.newProxy();
+
+    @TempDir
+    Path tmp;
+
+    private S3Fixture s3;
+    private Path socket;
+    private StagingDirectory stagingParent;
+    private AgentServer server;
+
+    @BeforeEach
+    void setUp() throws Exception {
+        s3 = new S3Fixture(proxy).bucket("data");
+        socket = tmp.resolve("agent.sock");
+        stagingParent = StagingDirectory.claim(tmp.resolve("staging"));
+        server = startAgent();
+    }
+
+    private AgentServer startAgent() throws Exception {
+        Path credentials = tmp.resolve("credentials");
+        Files.writeString(credentials, "[default]\naws_access_key_id = " + S3Fixture.ACCESS_KEY
+                + "\naws_secret_access_key = " + S3Fixture.SECRET_KEY + "\n");
+        AgentCommand command = new AgentCommand();
+        new picocli.CommandLine(command).parseArgs("--listen", "unix:" + socket, "--endpoint", s3.endpoint().toString(),
+                "--credentials-file", credentials.toString(), "--request-timeout", "2", "--retries", "1");
+        return AgentServer.listen(socket, new AgentSessions(command.store, stagingParent, 8));
+    }
+
+    @AfterEach
+    void tearDown() {
+        server.close();
+        stagingParent.remove();
+    }
+
+    private SocketLink connect(String bucket) {
+        return SocketLink.connect(socket, new MountSpec(bucket, "", 4L << 20, CHUNK, 1 << 20, 0, 60), Duration.ofSeconds(10));
+    }
+
+    private static byte[] readStaged(StagingView view, long inode, long chunk, String etag) {
+        StagedChunk c = view.acquire(new ChunkKey(inode, chunk), etag);
+        assertNotNull(c, "chunk " + chunk + " staged and found through the shared table");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment target = arena.allocate(c.length());
+            view.copyOut(c, 0, target, 0, c.length());
+            return target.toArray(ValueLayout.JAVA_BYTE);
+        } finally {
+            view.release(c);
+        }
+    }
+
+    @Test
+    void listingsAndBytesComeThroughTheLinkAndTheSharedRegion() throws Exception {
+        byte[] body = S3Fixture.bytes(3 * CHUNK + 1000, 7);
+        s3.put("data", "dir/big.bin", body).put("data", "top.txt", new byte[] {1, 2, 3});
+        try (SocketLink link = connect("data")) {
+            Listing root = link.list("");
+            assertEquals(1, root.objects().size());
+            assertEquals(java.util.List.of("dir/"), root.commonPrefixes());
+            var big = link.list("dir/").objects().getFirst();
+            long inode = new InodeTable().inodeOf(big.key());
+            long handle = link.open(new OpenRequest(inode, big.key(), big.etag(), big.size()));
+            link.read(new ReadRequest(handle, 0, body.length)).get(10, TimeUnit.SECONDS);
+            byte[] got = new byte[body.length];
+            for (int c = 0; c < 4; c++) {
+                byte[] chunk = readStaged(link.staging(), inode, c, big.etag());
+                System.arraycopy(chunk, 0, got, c * CHUNK, chunk.length);
+            }
+            assertArrayEquals(body, got);
+            assertTrue(link.agentStats().contains("\"gets\""));
+            link.release(handle);
+        }
+    }
+
+    @Test
+    void aMountOfAMissingBucketIsRefusedWithTheAgentsReason() {
+        LinkException e = assertThrows(LinkException.class, () -> connect("no-such-bucket"));
+        assertTrue(e.getMessage().contains("refused the mount") && e.getMessage().contains("does not exist"), e.getMessage());
+    }
+
+    @Test
+    void noAgentIsOneClearError() {
+        server.close();
+        LinkException e = assertThrows(LinkException.class, () -> connect("data"));
+        assertTrue(e.getMessage().contains("no agent at unix:" + socket), e.getMessage());
+    }
+
+    @Test
+    void agentGoneFailsReadsAtOnceAndAfterItsRestartTheSameHandleReadsAgain() throws Exception {
+        byte[] body = S3Fixture.bytes(CHUNK, 3);
+        s3.put("data", "a.bin", body);
+        try (SocketLink link = connect("data")) {
+            var a = link.list("").objects().getFirst();
+            long inode = new InodeTable().inodeOf(a.key());
+            long handle = link.open(new OpenRequest(inode, a.key(), a.etag(), a.size()));
+            link.read(new ReadRequest(handle, 0, 10)).get(10, TimeUnit.SECONDS);
+
+            server.close(); // as if killed: the socket closes under the link
+            long t0 = System.nanoTime();
+            ExecutionException e = assertThrows(ExecutionException.class, () -> {
+                for (int i = 0; i < 100; i++) { // until the link has noticed the hang-up
+                    link.read(new ReadRequest(handle, 0, 10)).get(10, TimeUnit.SECONDS);
+                    Thread.sleep(20);
+                }
+            });
+            assertEquals(Errno.EIO, assertInstanceOf(LinkException.class, e.getCause()).errno());
+            assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(5), "fails fast, never hangs");
+            assertThrows(LinkException.class, link::staging);
+
+            server = startAgent();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (true) {
+                try {
+                    link.read(new ReadRequest(handle, 0, body.length)).get(10, TimeUnit.SECONDS);
+                    break;
+                } catch (ExecutionException notYet) {
+                    assertTrue(System.nanoTime() < deadline, "the link did not come back: " + notYet.getCause());
+                    Thread.sleep(100);
+                }
+            }
+            assertArrayEquals(body, readStaged(link.staging(), inode, 0, a.etag()));
+        }
+    }
+
+    @Test
+    void theAgentFreesAShimsRegionWhenTheShimGoes() throws Exception {
+        SocketLink link = connect("data");
+        Path region;
+        try (var dirs = Files.list(stagingParent.path())) {
+            region = dirs.filter(Files::isDirectory).findFirst().orElseThrow();
+        }
+        assertTrue(Files.exists(region.resolve("segment-0000")));
+        link.close();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (Files.exists(region)) {
+            assertTrue(System.nanoTime() < deadline, "region of a gone shim still there: " + region);
+            Thread.sleep(20);
+        }
+        assertFalse(Files.exists(region));
+    }
+}

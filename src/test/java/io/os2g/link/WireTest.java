@@ -1,0 +1,69 @@
+package io.os2g.link;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.os2g.store.Listing;
+import io.os2g.store.ObjectSummary;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.util.List;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+@Tag("unit")
+class WireTest {
+
+    private static final List<Message> EVERY_KIND = List.of(
+            new Message.Hello(Wire.VERSION, new MountSpec("bkt", "train/", 1L << 30, 8 << 20, 64 << 20, 256, -1)),
+            new Message.Welcome(new StagingLayout("/dev/shm/os2g/a/mount-1", 1L << 30, 65536, 64L << 20)),
+            new Message.Refused("bucket bkt does not exist"),
+            new Message.ListPrefix("train/cat/"),
+            new Message.Listed(new Listing("train/", List.of(new ObjectSummary("train/ünï €.jpg", 125_000, "e1", 1700000000000L)),
+                    List.of("train/cat/", "train/dog/"))),
+            new Message.Open(new OpenRequest(42, "train/a.jpg", "etag", 125_000)),
+            new Message.Opened(7),
+            new Message.Read(new ReadRequest(7, 1L << 33, 1 << 20), true),
+            new Message.Read(new ReadRequest(7, 0, 4096), false),
+            new Message.Done(),
+            new Message.Failed(5, "server error HTTP 503"),
+            new Message.Release(7),
+            new Message.Stats(),
+            new Message.StatsReply("{\"gets\": 1}"));
+
+    @Test
+    void everyMessageComesBackAsItWasSentInOrder() throws IOException {
+        ByteArrayOutputStream sent = new ByteArrayOutputStream();
+        Wire writer = new Wire(new ByteArrayInputStream(new byte[0]), sent);
+        long id = 1;
+        for (Message m : EVERY_KIND) {
+            writer.send(id++, m);
+        }
+        Wire reader = new Wire(new ByteArrayInputStream(sent.toByteArray()), new ByteArrayOutputStream());
+        id = 1;
+        for (Message m : EVERY_KIND) {
+            Wire.Frame frame = reader.receive();
+            assertEquals(id++, frame.id());
+            assertEquals(m, frame.message());
+        }
+        assertThrows(EOFException.class, reader::receive, "the peer hung up");
+    }
+
+    @Test
+    void aHelloOfAnotherVersionIsReadAsSuchWithoutItsBody() throws IOException {
+        ByteArrayOutputStream sent = new ByteArrayOutputStream();
+        new Wire(new ByteArrayInputStream(new byte[0]), sent).send(0, new Message.Hello(Wire.VERSION + 1,
+                new MountSpec("b", "", 1, 1, 1, 0, 0)));
+        Message.Hello hello = (Message.Hello) new Wire(new ByteArrayInputStream(sent.toByteArray()), new ByteArrayOutputStream())
+                .receive().message();
+        assertEquals(Wire.VERSION + 1, hello.version());
+    }
+
+    @Test
+    void aStrangerOnTheSocketIsRefusedNotBelieved() {
+        byte[] http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes();
+        assertThrows(IOException.class, () -> new Wire(new ByteArrayInputStream(http), new ByteArrayOutputStream()).receive());
+    }
+}

@@ -1,0 +1,200 @@
+"""Split mode: `os2g agent` holds the credentials, the S3 client and the staging region; `os2g mount
+--agent` is a shim that holds no secret, opens no network connection and reads staged bytes from the
+agent's shared region. Killing either side is survived."""
+
+import errno
+import json
+import os
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import (CREDENTIALS_ENV, OS2G, SECRET_KEY, Mount, Tally, mounted, payload, read_verified,
+                      run_os2g, sha256)
+
+FILES = {f"train/c{c}/{i:03d}.jpg": payload(20_000 + 997 * i, 100 * c + i) for c in range(3) for i in range(30)}
+FILES["big/shard-0.tar"] = payload(40 << 20, 9)
+HASHES = {k: sha256(v) for k, v in FILES.items()}
+
+
+class Agent:
+    def __init__(self, server, work, extra=()):
+        self.socket = work / "agent.sock"
+        self.staging = work / "agent-staging"
+        self.log = open(work / f"agent-{time.time_ns()}.log", "w+")
+        self.proc = subprocess.Popen(
+            [OS2G, "agent", "--listen", f"unix:{self.socket}", "--endpoint", server.endpoint,
+             "--staging-dir", str(self.staging), "--request-timeout", "3", "--retries", "2", *extra],
+            stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **CREDENTIALS_ENV})
+        deadline = time.time() + 90
+        while "agent listening" not in self.output():
+            assert self.proc.poll() is None, self.output()
+            assert time.time() < deadline, self.output()
+            time.sleep(0.05)
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(30)
+
+
+@pytest.fixture(scope="module")
+def split(s3):
+    s3.bucket("it-split", FILES)
+    work = Path(tempfile.mkdtemp(prefix="os2g-split-"))
+    agent = Agent(s3, work)
+    m = Mount(s3, "it-split", ["--agent", f"unix:{agent.socket}", "--chunk-size", "1M"], credentials=False)
+    yield agent, m
+    m.stop()
+    agent.stop()
+
+
+def test_split_mode_returns_the_same_bytes_and_tree(split):
+    agent, m = split
+    seen = {}
+    for root, _, files in os.walk(m.path):
+        for name in files:
+            path = os.path.join(root, name)
+            seen[os.path.relpath(path, m.path)] = os.stat(path).st_size
+    assert seen == {k: len(v) for k, v in FILES.items()}
+    for key, digest in HASHES.items():
+        read_verified(m.path / key, digest)
+    Tally.add("split mode: files verified", len(FILES))
+
+
+def test_stats_show_shim_and_agent_apart_and_no_secret(split):
+    agent, m = split
+    (m.path / "train/c0/000.jpg").read_bytes()
+    text = (m.path / ".os2g/stats").read_text()
+    assert SECRET_KEY not in text and "os2g-demo" not in text
+    doc = json.loads(text)
+    assert doc["mode"] == "split"
+    assert doc["bytes_served"] > 0
+    assert doc["shim"]["cpu_seconds"] > 0 and doc["agent"]["cpu_seconds"] > 0
+    assert doc["agent"]["gets"] > 0
+    assert ".os2g" not in os.listdir(m.path), "the control directory is hidden"
+    r = run_os2g("stats", str(m.path))
+    assert r.returncode == 0 and json.loads(r.stdout)["mode"] == "split"
+
+
+def test_the_shim_holds_no_secret_and_no_network_connection(split):
+    agent, m = split
+    pid = m.proc.pid
+    for f in ("environ", "cmdline"):
+        with open(f"/proc/{pid}/{f}", "rb") as fh:
+            assert SECRET_KEY.encode() not in fh.read(), f
+    sockets = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            sockets.add(target[8:-1])
+    assert sockets, "it holds at least its socket to the agent"
+    tcp = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as fh:
+            next(fh)
+            tcp.update(line.split()[9] for line in fh)
+    assert not sockets & tcp, "the shim has a TCP connection"
+    assert stat.S_IMODE(os.stat(agent.socket).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(agent.staging).st_mode) == 0o700
+    Tally.add("secret leak checks")
+
+
+def test_refusals_through_the_agent(s3, split, tmp_path):
+    agent, _ = split
+    (tmp_path / "mnt").mkdir()
+    r = run_os2g("mount", "it-split", str(tmp_path / "mnt"), "--agent", f"unix:{tmp_path}/none.sock")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "no agent" in r.stderr, r.stderr
+    r = run_os2g("mount", "no-such-bucket", str(tmp_path / "mnt"), "--agent", f"unix:{agent.socket}")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "refused the mount" in r.stderr and "does not exist" in r.stderr, r.stderr
+    Tally.add("bad inputs refused", 2)
+
+
+def test_agent_killed_mid_read_is_eio_in_bounded_time_and_a_restart_recovers(s3, tmp_path):
+    s3.bucket("it-split-kill", {"big.bin": FILES["big/shard-0.tar"], "small.bin": payload(50_000, 3)})
+    agent = Agent(s3, tmp_path)
+    m = Mount(s3, "it-split-kill", ["--agent", f"unix:{agent.socket}", "--chunk-size", "1M", "--max-readahead", "2M"],
+              credentials=False)
+    try:
+        outcome = {}
+
+        def reader():
+            got = 0
+            try:
+                with open(m.path / "big.bin", "rb", buffering=0) as f:
+                    while chunk := f.read(1 << 20):
+                        got += len(chunk)
+                        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+                        time.sleep(0.02)
+                outcome["result"] = "finished"
+            except OSError as e:
+                outcome["result"] = e.errno
+                outcome["at"] = time.time()
+
+        t = threading.Thread(target=reader)
+        t.start()
+        time.sleep(0.3)
+        agent.proc.kill()
+        killed = time.time()
+        t.join(30)
+        assert not t.is_alive(), "the reader hung"
+        if outcome["result"] != "finished":
+            assert outcome["result"] == errno.EIO
+            assert outcome["at"] - killed < 15
+        # new reads fail fast while the agent is away
+        t0 = time.time()
+        with pytest.raises(OSError) as e:
+            (m.path / "small.bin").read_bytes()
+        assert e.value.errno == errno.EIO and time.time() - t0 < 2
+        agent = Agent(s3, tmp_path)
+        deadline = time.time() + 20
+        while True:
+            try:
+                assert (m.path / "small.bin").read_bytes() == payload(50_000, 3)
+                break
+            except OSError:
+                assert time.time() < deadline, m.output()
+                time.sleep(0.2)
+        read_verified(m.path / "big.bin", HASHES["big/shard-0.tar"])
+        assert "reconnected to the agent" in m.output()
+        Tally.add("lifecycle cases")
+    finally:
+        assert m.stop() == 0
+        agent.stop()
+
+
+def test_a_killed_shim_has_its_staging_freed_by_the_agent(s3, tmp_path):
+    s3.bucket("it-split-shim", {"a.bin": payload(300_000, 4)})
+    agent = Agent(s3, tmp_path)
+    m = Mount(s3, "it-split-shim", ["--agent", f"unix:{agent.socket}"], credentials=False)
+    try:
+        assert (m.path / "a.bin").read_bytes() == payload(300_000, 4)
+        regions = [p for p in agent.staging.iterdir() if p.is_dir()]
+        assert len(regions) == 1
+        m.proc.kill()
+        m.proc.wait(30)
+        deadline = time.time() + 10
+        while regions[0].exists():
+            assert time.time() < deadline, agent.output()
+            time.sleep(0.05)
+        assert "its staging region is freed" in agent.output()
+        Tally.add("lifecycle cases")
+    finally:
+        if mounted(m.path):
+            subprocess.run(["fusermount3", "-u", str(m.path)], check=False)
+        agent.stop()
