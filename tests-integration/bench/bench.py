@@ -43,14 +43,25 @@ def drop_caches():
 class Target:
     """A way to present the bucket as a directory: a mount command, or the local copy."""
 
-    def __init__(self, name, flags, command, env=None, gateway=None):
-        self.name, self.flags, self.command, self.env, self.gateway = name, flags, command, env or {}, gateway
+    def __init__(self, name, flags, command, env=None, agent=None):
+        """agent: for os2g's split mode, the command of the agent process the mount connects to."""
+        self.name, self.flags, self.command, self.env, self.agent = name, flags, command, env or {}, agent
+        self.agent_proc = None
 
     def start(self, mnt, log):
         if self.command is None:
             return None
         env = {**os.environ, **self.env}
         env.pop("AWS_CA_BUNDLE", None)  # rclone refuses a CA bundle path it cannot parse as PEM here
+        if self.agent is not None:
+            self.agent_proc = subprocess.Popen(self.agent, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                               start_new_session=True)
+            deadline = time.time() + 120
+            while "agent listening" not in Path(log.name).read_text():
+                if self.agent_proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"{self.name}: agent failed, see {log.name}")
+                time.sleep(0.05)
+            env = {k: v for k, v in env.items() if not k.startswith("AWS_")}  # the shim holds no credentials
         proc = subprocess.Popen(self.command(mnt), stdout=log, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
         deadline = time.time() + 120
@@ -72,6 +83,19 @@ class Target:
             proc.kill()
         if mounted(mnt):
             subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False)
+        if self.agent_proc is not None:
+            self.agent_proc.send_signal(signal.SIGTERM)
+            try:
+                self.agent_proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.agent_proc.kill()
+            self.agent_proc = None
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def targets(endpoint, data, work, quick):
@@ -87,6 +111,12 @@ def targets(endpoint, data, work, quick):
         Target("os2g", "default", lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--endpoint", endpoint], creds),
         Target("os2g", "recommended: --metadata-ttl forever",
                lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--endpoint", endpoint, "--metadata-ttl", "forever"], creds),
+        # the offload: the agent pinned to one core (a DPU's stand-in), the shim wherever the kernel puts it
+        Target("os2g-split", "agent on core 1 (taskset -c 1, --cpus 1), --metadata-ttl forever",
+               lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--agent", f"unix:{work}/agent.sock",
+                          "--metadata-ttl", "forever"], creds,
+               agent=[*(["taskset", "-c", "1"] if (os.cpu_count() or 1) > 1 else []), str(ROOT / "os2g"), "agent",
+                      "--listen", f"unix:{work}/agent.sock", "--endpoint", endpoint, "--cpus", "1"]),
         Target("s3fs", "default", lambda m: ["s3fs", "bench", str(m), "-f", "-o", s3fs_base]),
         Target("s3fs", "recommended: ro,kernel_cache,enable_noobj_cache,stat cache 1h/200k,parallel_count=16,multireq_max=32",
                lambda m: ["s3fs", "bench", str(m), "-f", "-o", s3fs_base + ",ro,kernel_cache,enable_noobj_cache,"
@@ -99,7 +129,7 @@ def targets(endpoint, data, work, quick):
         Target("local", "local copy (the ceiling)", None),
     ]
     if quick:
-        return [t for t in all_targets if t.flags == "default" or t.name == "local"]
+        return [t for t in all_targets if t.flags == "default" or t.name in ("local", "os2g-split")]
     return all_targets
 
 
@@ -134,7 +164,7 @@ def main():
     ap.add_argument("results", type=Path)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--latency-ms", type=int, default=10)
-    ap.add_argument("--only", help="run only the targets of this name (os2g, s3fs, rclone, local), appending to RESULTS")
+    ap.add_argument("--only", help="run only the targets of this name (os2g, os2g-split, s3fs, rclone, local), appending to RESULTS")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="os2g-bench-"))
     mnt = work / "mnt"
@@ -152,13 +182,17 @@ def main():
                 proc = target.start(mnt, log)
                 root = mnt if proc is not None else a.data / "s3" / "bench"
                 pid = proc.pid if proc is not None else 0
+                agent_pid = target.agent_proc.pid if target.agent_proc is not None else 0
                 try:
+                    agent_cpu0 = cpu_seconds(agent_pid) if agent_pid else 0
                     r = subprocess.run([PY, str(HERE / "workloads.py"), str(root), str(pid), *args],
                                        capture_output=True, text=True, timeout=WORKLOAD_TIMEOUT_S)
                     if r.returncode != 0:
                         row = {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"}
                     else:
                         row = json.loads(r.stdout.strip().splitlines()[-1])
+                        if agent_pid:
+                            row["agent_cpu_s"] = cpu_seconds(agent_pid) - agent_cpu0
                 except subprocess.TimeoutExpired:
                     row = {"error": f"timed out after {WORKLOAD_TIMEOUT_S} s"}
                 finally:
@@ -167,7 +201,7 @@ def main():
                 row.update(target=target.name, flags=target.flags, label=label)
                 out.write(json.dumps(row) + "\n")
                 out.flush()
-                print(f"{target.name:7} {target.flags[:30]:30} {label:10} "
+                print(f"{target.name:10} {target.flags[:30]:30} {label:10} "
                       + (row.get("error") or _summary(row)), flush=True)
     shutil.rmtree(work, ignore_errors=True)
 

@@ -17,6 +17,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
 import org.gaul.s3proxy.junit.S3ProxyExtension;
@@ -113,6 +114,23 @@ class GatewayMountTest {
         assertEquals("r--r--r--", PosixFilePermissions.toString(Files.getPosixFilePermissions(mnt.resolve("train/small.bin"))));
         assertEquals("r-xr-xr-x", PosixFilePermissions.toString(Files.getPosixFilePermissions(mnt.resolve("train"))));
         assertTrue(Files.getFileStore(mnt).getTotalSpace() > 0);
+    }
+
+    @Test
+    void statsReadAsAFreshJsonSnapshotFromAHiddenDirectory() throws Exception {
+        Files.readAllBytes(mnt.resolve("train/small.bin"));
+        Map<String, Object> first = io.os2g.metrics.Stats.parse(Files.readString(mnt.resolve(".os2g/stats")));
+        assertEquals("in-process", first.get("mode"));
+        assertEquals(small.length, ((Number) first.get("bytes_served")).longValue());
+        Files.readAllBytes(mnt.resolve("train/crossing.bin"));
+        Map<String, Object> second = io.os2g.metrics.Stats.parse(Files.readString(mnt.resolve(".os2g/stats")));
+        assertEquals((long) small.length + crossing.length, ((Number) second.get("bytes_served")).longValue(),
+                "each open reads a new snapshot, never a cached one");
+        assertTrue(((Map<?, ?>) second.get("agent")).get("gets") instanceof Number);
+        try (Stream<Path> root = Files.list(mnt)) {
+            assertFalse(root.anyMatch(p -> p.getFileName().toString().equals(".os2g")), "hidden from readdir");
+        }
+        assertErofs(() -> Files.writeString(mnt.resolve(".os2g/stats"), "x"));
     }
 
     @Test
