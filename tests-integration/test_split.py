@@ -114,6 +114,24 @@ def test_the_shim_holds_no_secret_and_no_network_connection(split):
     Tally.add("secret leak checks")
 
 
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_an_idle_mount_and_an_idle_agent_use_no_cpu(split):
+    """No polling on either side of the link: both block on the socket or the FUSE device."""
+    agent, m = split
+    (m.path / "train/c1/001.jpg").read_bytes()
+    time.sleep(3)  # let the JIT and GC finish what the reads started
+    before = (cpu_seconds(m.proc.pid), cpu_seconds(agent.proc.pid))
+    time.sleep(5)
+    used = (cpu_seconds(m.proc.pid) - before[0], cpu_seconds(agent.proc.pid) - before[1])
+    print(f"idle for 5 s: shim {used[0]:.2f} s CPU, agent {used[1]:.2f} s CPU")
+    assert used[0] < 0.25 and used[1] < 0.25, used
+
+
 def test_refusals_through_the_agent(s3, split, tmp_path):
     agent, _ = split
     (tmp_path / "mnt").mkdir()

@@ -128,6 +128,24 @@ class SplitModeTest {
     }
 
     @Test
+    void aShimOfAnotherProtocolVersionIsRefusedSayingSo() throws Exception {
+        try (var channel = java.nio.channels.SocketChannel.open(java.net.UnixDomainSocketAddress.of(socket))) {
+            var out = java.nio.channels.Channels.newOutputStream(channel);
+            var in = java.nio.channels.Channels.newInputStream(channel);
+            // a hello as the wire writes it: length, type 1, id, magic, version
+            var frame = java.nio.ByteBuffer.allocate(4 + 1 + 8 + 4 + 4);
+            frame.putInt(1 + 8 + 4 + 4).put((byte) 1).putLong(0).putInt(0x4f533247).putInt(99);
+            out.write(frame.array());
+            var reply = new java.io.DataInputStream(in);
+            int length = reply.readInt();
+            byte[] rest = reply.readNBytes(length);
+            assertEquals(3, rest[0], "a refusal");
+            String reason = new String(rest, 1 + 8 + 4, rest.length - 13, java.nio.charset.StandardCharsets.UTF_8);
+            assertTrue(reason.contains("version") && reason.contains("99"), reason);
+        }
+    }
+
+    @Test
     void noAgentIsOneClearError() {
         server.close();
         LinkException e = assertThrows(LinkException.class, () -> connect("data"));
