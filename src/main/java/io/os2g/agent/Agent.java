@@ -70,6 +70,17 @@ public final class Agent implements AutoCloseable {
         return open(new Node.File(inode, key, size, etag, 0));
     }
 
+    /**
+     * Opens a file version under a handle number the caller chose (a shim in another process numbers
+     * its own handles, so an open needs no answer); a number already open is replaced.
+     */
+    public void open(long handle, long inode, String key, String etag, long size) {
+        Node.File file = new Node.File(inode, key, size, etag, 0);
+        handles.put(handle, new OpenFile(file,
+                new ReadaheadWindow(config.initialReadahead(), config.maxReadahead(), config.chunkSize())));
+        prefetcher.onOpen(file);
+    }
+
     long open(Node.File file) {
         long handle = nextHandle.getAndIncrement();
         handles.put(handle, new OpenFile(file,

@@ -138,7 +138,7 @@ public final class AgentServer implements AutoCloseable {
             });
             case Message.Open open -> {
                 OpenRequest r = open.request();
-                reply(wire, id, new Message.Opened(agent.open(r.inode(), r.key(), r.etag(), r.size())));
+                agent.open(open.handle(), r.inode(), r.key(), r.etag(), r.size());
             }
             case Message.Read read -> {
                 ReadRequest r = read.request();

@@ -21,10 +21,8 @@ sealed interface Message {
     record Listed(Listing listing) implements Message {
     }
 
-    record Open(OpenRequest request) implements Message {
-    }
-
-    record Opened(long handle) implements Message {
+    /** Open a file version under a handle number the shim chose: no answer, so an open costs no round trip. */
+    record Open(long handle, OpenRequest request) implements Message {
     }
 
     /** Stage a range; {@code reply} false for a readahead hint nobody waits for. */

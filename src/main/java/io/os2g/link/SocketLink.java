@@ -91,13 +91,14 @@ public final class SocketLink implements AgentLink {
         }
     }
 
-    /** An open file as the shim knows it; reopened on the agent after a reconnect. */
+    /** An open file as the shim knows it: its number is the agent's too; reopened on the agent after a reconnect. */
     private static final class LocalHandle {
+        final long id;
         final OpenRequest request;
         Connection connection;
-        long agentHandle;
 
-        LocalHandle(OpenRequest request) {
+        LocalHandle(long id, OpenRequest request) {
+            this.id = id;
             this.request = request;
         }
     }
@@ -237,28 +238,22 @@ public final class SocketLink implements AgentLink {
         throw new LinkException(Errno.EIO, "unexpected answer to stats: " + reply);
     }
 
+    /** Opens lazily: the agent hears of the file with its first read or hint, in the same stream, ahead of it. */
     @Override
     public long open(OpenRequest request) {
-        LocalHandle handle = new LocalHandle(request);
-        bind(handle, connection());
         long id = handles.getAndIncrement();
-        open.put(id, handle);
+        open.put(id, new LocalHandle(id, request));
         return id;
     }
 
-    /** Opens the file on this connection's agent session if it is not open there yet. */
-    private long bind(LocalHandle handle, Connection connection) {
+    /** Sends the open to this connection's agent session if it has not had it yet; no answer is awaited. */
+    private long bind(LocalHandle handle, Connection connection) throws IOException {
         synchronized (handle) {
             if (handle.connection != connection) {
-                Message reply = connection.call(new Message.Open(handle.request));
-                if (!(reply instanceof Message.Opened opened)) {
-                    throw reply instanceof Message.Failed f ? new LinkException(f.errno(), f.message())
-                            : new LinkException(Errno.EIO, "unexpected answer to open: " + reply);
-                }
-                handle.agentHandle = opened.handle();
+                connection.wire.send(ids.getAndIncrement(), new Message.Open(handle.id, handle.request));
                 handle.connection = connection;
             }
-            return handle.agentHandle;
+            return handle.id;
         }
     }
 
@@ -270,11 +265,11 @@ public final class SocketLink implements AgentLink {
             if (handle == null) {
                 return CompletableFuture.failedFuture(new LinkException(Errno.EBADF, "unknown handle " + request.handle()));
             }
-            long agentHandle = bind(handle, connection);
             long id = ids.getAndIncrement();
             CompletableFuture<Message> reply = new CompletableFuture<>();
             connection.pending.put(id, reply);
             try {
+                long agentHandle = bind(handle, connection);
                 connection.wire.send(id, new Message.Read(new ReadRequest(agentHandle, request.offset(), request.length()), true));
             } catch (IOException e) {
                 connection.pending.remove(id);
@@ -303,8 +298,6 @@ public final class SocketLink implements AgentLink {
             connection.wire.send(ids.getAndIncrement(), new Message.Read(new ReadRequest(agentHandle, request.offset(), request.length()), false));
         } catch (IOException e) {
             lost(connection, e);
-        } catch (LinkException e) {
-            // a hint may be lost
         }
     }
 
@@ -321,7 +314,7 @@ public final class SocketLink implements AgentLink {
             }
         }
         try {
-            connection.wire.send(ids.getAndIncrement(), new Message.Release(local.agentHandle));
+            connection.wire.send(ids.getAndIncrement(), new Message.Release(local.id));
         } catch (IOException e) {
             lost(connection, e);
         }

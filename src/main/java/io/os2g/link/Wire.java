@@ -77,7 +77,6 @@ final class Wire {
             case Message.ListPrefix l -> 4;
             case Message.Listed l -> 5;
             case Message.Open o -> 6;
-            case Message.Opened o -> 7;
             case Message.Read r -> 8;
             case Message.Done d -> 9;
             case Message.Failed f -> 10;
@@ -127,12 +126,12 @@ final class Wire {
             }
             case Message.Open op -> {
                 OpenRequest r = op.request();
+                o.writeLong(op.handle());
                 o.writeLong(r.inode());
                 string(o, r.key());
                 string(o, r.etag());
                 o.writeLong(r.size());
             }
-            case Message.Opened op -> o.writeLong(op.handle());
             case Message.Read r -> {
                 o.writeLong(r.request().handle());
                 o.writeLong(r.request().offset());
@@ -183,8 +182,7 @@ final class Wire {
                 }
                 yield new Message.Listed(new Listing(prefix, objects, prefixes));
             }
-            case 6 -> new Message.Open(new OpenRequest(i.readLong(), string(i), string(i), i.readLong()));
-            case 7 -> new Message.Opened(i.readLong());
+            case 6 -> new Message.Open(i.readLong(), new OpenRequest(i.readLong(), string(i), string(i), i.readLong()));
             case 8 -> new Message.Read(new ReadRequest(i.readLong(), i.readLong(), i.readLong()), i.readBoolean());
             case 9 -> new Message.Done();
             case 10 -> new Message.Failed(i.readInt(), string(i));
