@@ -6,6 +6,7 @@ import os
 import random
 import shutil
 import signal
+import subprocess
 import time
 
 import numpy as np
@@ -92,6 +93,9 @@ def test_numpy_memmap_load(mount):
 def test_directory_tree_and_odd_keys(mount):
     assert sorted(os.listdir(mount.path)) == ["arrays", "marker", "odd", "train"]
     assert os.listdir(mount.path / "marker") == []
+    # readdir(3) itself (Python's listdir hides them): "." and ".." are there, as on any directory
+    listed = subprocess.run(["ls", "-a", str(mount.path / "train")], capture_output=True, text=True).stdout.split()
+    assert listed[:2] == [".", ".."], listed
     odd = sorted(os.listdir(mount.path / "odd"))
     assert odd == ["clash", "with space.txt", "ünïcødé"]
     assert os.path.isdir(mount.path / "odd/clash"), "the directory wins over the key of the same name"

@@ -47,6 +47,10 @@ def test_bad_credentials(s3, mnt):
     assert "wrong-secret" not in line
 
 
+def test_invalid_bucket_name(s3, mnt):
+    refused(run_os2g("mount", "b", str(mnt), "--endpoint", s3.endpoint, env=CREDENTIALS_ENV), "bucket name")
+
+
 def test_missing_bucket(s3, mnt):
     r = run_os2g("mount", "no-such-bucket", str(mnt), "--endpoint", s3.endpoint, env=CREDENTIALS_ENV)
     refused(r, "does not exist")

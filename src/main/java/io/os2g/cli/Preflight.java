@@ -125,6 +125,9 @@ final class Preflight {
     static void storeAnswers(ObjectStore store, URI endpoint, String prefix) {
         try {
             store.probe(prefix);
+        } catch (IllegalArgumentException e) {
+            // the client's own checks, e.g. of the bucket name, before anything is sent
+            throw new UsageError(e.getMessage());
         } catch (StoreException e) {
             String bucket = store.bucket();
             throw new UsageError(switch (e.kind()) {

@@ -167,7 +167,8 @@ public final class Os2gFileSystem implements FuseOperations {
             // readdirplus: attributes travel with the names, so a walk needs no lookup per entry
             boolean plus = (flags & FuseOperations.FUSE_READDIR_PLUS) != 0;
             int fillFlags = plus ? DirFiller.FUSE_FILL_DIR_PLUS : 0;
-            filler.fill(".", stat -> fill(dir, stat), 0, fillFlags);
+            // "." and ".." without attributes: given attributes, libfuse passes "." on with inode 0, which readdir(3) skips
+            filler.fill(".", stat -> { }, 0, 0);
             filler.fill("..", stat -> { }, 0, 0);
             for (var entry : listing.entries().entrySet()) {
                 Node node = entry.getValue();
