@@ -1,10 +1,5 @@
 package io.os2g.host;
 
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
@@ -20,12 +15,6 @@ final class ControlFiles {
 
     static final String DIR = "/.os2g";
     static final String STATS = DIR + "/stats";
-
-    /** {@code struct fuse_file_info} (libfuse 3, x86_64): the bit-field word after {@code flags}; direct_io is bit 1. */
-    private static final long BITS = 4;
-    private static final int DIRECT_IO = 1 << 1;
-    private static final long FILE_INFO_SIZE = 40;
-    private static final MethodHandle SEGMENT = segmentAccessor();
 
     private final Supplier<String> stats;
     private final ConcurrentHashMap<Long, byte[]> snapshots = new ConcurrentHashMap<>();
@@ -48,12 +37,12 @@ final class ControlFiles {
 
     /** Size getattr reports: 0 when reads are direct (the kernel then asks regardless), else a fresh snapshot's. */
     long size() {
-        return SEGMENT != null ? 0 : snapshot().length;
+        return FileInfoFlags.supported() ? 0 : snapshot().length;
     }
 
     void open(long fh, FileInfo fi) {
         snapshots.put(fh, snapshot());
-        setDirectIo(fi);
+        FileInfoFlags.setDirectIo(fi); // without it, the snapshot is read as far as getattr's size allows
     }
 
     /** Bytes of the open snapshot from {@code offset}, at most {@code size}. */
@@ -74,30 +63,5 @@ final class ControlFiles {
 
     private byte[] snapshot() {
         return stats.get().getBytes(StandardCharsets.UTF_8);
-    }
-
-    private static MethodHandle segmentAccessor() {
-        if (!"amd64".equals(System.getProperty("os.arch")) || !"Linux".equals(System.getProperty("os.name"))) {
-            return null;
-        }
-        try {
-            Method m = Class.forName("org.cryptomator.jfuse.linux.amd64.FileInfoImpl").getDeclaredMethod("segment");
-            m.setAccessible(true);
-            return MethodHandles.lookup().unreflect(m);
-        } catch (ReflectiveOperationException | RuntimeException e) {
-            return null;
-        }
-    }
-
-    private static void setDirectIo(FileInfo fi) {
-        if (SEGMENT == null) {
-            return;
-        }
-        try {
-            MemorySegment segment = ((MemorySegment) SEGMENT.invoke(fi)).reinterpret(FILE_INFO_SIZE);
-            segment.set(ValueLayout.JAVA_INT, BITS, segment.get(ValueLayout.JAVA_INT, BITS) | DIRECT_IO);
-        } catch (Throwable t) {
-            // without direct_io the snapshot is read as far as getattr's size allows
-        }
     }
 }

@@ -67,6 +67,14 @@ public final class Os2gFileSystem implements FuseOperations {
         this.reader = new StagedReader(link, layout, metrics, config.readDeadline());
     }
 
+    /**
+     * Whether opens set keep_cache themselves (Linux x86_64); elsewhere the mount needs libfuse's
+     * auto_cache option, which costs a getattr per open.
+     */
+    public static boolean keepsCachePerOpen() {
+        return FileInfoFlags.supported();
+    }
+
     @Override
     public org.cryptomator.jfuse.api.Errno errno() {
         return errnos;
@@ -205,8 +213,9 @@ public final class Os2gFileSystem implements FuseOperations {
             long fh = nextHandle.getAndIncrement();
             handles.put(fh, new OpenHandle(file, agentHandle));
             fi.setFh(fh);
-            // the page cache survives this open while the version is unchanged: the auto_cache mount
-            // option keeps it unless getattr reports a new mtime or size (a new object version)
+            // the page cache survives this open; a new object version (new mtime or size at the next
+            // getattr after the TTL) drops it in the kernel
+            FileInfoFlags.setKeepCache(fi);
             return 0;
         } catch (RuntimeException e) {
             return fail("open", path, e);

@@ -3,8 +3,6 @@ package io.os2g.host;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.reflect.Method;
 import org.cryptomator.jfuse.api.Stat;
 
 /**
@@ -20,22 +18,9 @@ final class StatFields {
     private static final long ST_BLOCKS = 64;
     private static final long STAT_SIZE = 144;
 
-    private static final MethodHandle SEGMENT = segmentAccessor();
+    private static final MethodHandle SEGMENT = JfuseStructs.segmentAccessor("StatImpl");
 
     private StatFields() {
-    }
-
-    private static MethodHandle segmentAccessor() {
-        if (!"amd64".equals(System.getProperty("os.arch")) || !"Linux".equals(System.getProperty("os.name"))) {
-            return null;
-        }
-        try {
-            Method m = Class.forName("org.cryptomator.jfuse.linux.amd64.StatImpl").getDeclaredMethod("segment");
-            m.setAccessible(true);
-            return MethodHandles.lookup().unreflect(m);
-        } catch (ReflectiveOperationException | RuntimeException e) {
-            return null;
-        }
     }
 
     static boolean supported() {
