@@ -2,7 +2,6 @@ package io.os2g.staging;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Path;
 
 /**
  * What a reader needs of a staging region: find a staged chunk, pin it, copy from it, let it go.
