@@ -61,6 +61,8 @@ class Target:
             deadline = time.time() + 120
             while "agent listening" not in Path(log.name).read_text()[start:]:
                 if self.agent_proc.poll() is not None or time.time() > deadline:
+                    self.agent_proc.kill()
+                    self.agent_proc = None
                     raise RuntimeError(f"{self.name}: agent failed, see {log.name}")
                 time.sleep(0.05)
             env = {k: v for k, v in env.items() if not k.startswith("AWS_")}  # the shim holds no credentials
@@ -70,6 +72,9 @@ class Target:
         while not mounted(mnt):
             if proc.poll() is not None or time.time() > deadline:
                 proc.kill()
+                if self.agent_proc is not None:
+                    self.agent_proc.kill()
+                    self.agent_proc = None
                 raise RuntimeError(f"{self.name}: mount failed, see {log.name}")
             time.sleep(0.05)
         time.sleep(0.5)  # let the mount finish its own start-up before it is measured
