@@ -64,7 +64,7 @@ final class ChunkFetcher implements AutoCloseable {
     /** Completes when chunk {@code chunk} of {@code file} is staged, or with the fetch's failure. */
     CompletableFuture<Void> stage(Node.File file, long chunk) {
         ChunkKey key = new ChunkKey(file.inode(), chunk);
-        if (index.contains(key, file.etag())) {
+        if (index.view().contains(key, file.etag())) {
             return CompletableFuture.completedFuture(null);
         }
         Throwable failed = recentFailures.getIfPresent(new Version(key, file.etag()));
@@ -91,7 +91,7 @@ final class ChunkFetcher implements AutoCloseable {
             slots.acquire();
             try {
                 // another reader may have staged it while this one waited for a slot
-                if (!index.contains(key, file.etag())) {
+                if (!index.view().contains(key, file.etag())) {
                     int length = layout.length(file.size(), key.index());
                     reservation = index.reserve(length);
                     Reservation target = reservation;

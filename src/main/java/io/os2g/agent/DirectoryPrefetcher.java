@@ -105,7 +105,7 @@ final class DirectoryPrefetcher {
             while (state.outstanding.size() < window && state.cursor < state.smallFiles.size()
                     && outstandingBytes.get() < budgetBytes) {
                 Node.File next = state.smallFiles.get(state.cursor++);
-                if (next.inode() != file.inode() && !index.contains(new ChunkKey(next.inode(), 0), next.etag())) {
+                if (next.inode() != file.inode() && !index.view().contains(new ChunkKey(next.inode(), 0), next.etag())) {
                     state.outstanding.put(next.inode(), next.size());
                     outstandingBytes.addAndGet(next.size());
                     toStage.add(next);

@@ -144,10 +144,6 @@ final class Gateway implements AutoCloseable {
         mount.awaitUnmount();
     }
 
-    ReadMetrics metrics() {
-        return metrics;
-    }
-
     /** Idempotent; a second caller (signal hook and main thread both) waits until the first is done. */
     @Override
     public synchronized void close() {

@@ -1,7 +1,6 @@
 package io.os2g.staging;
 
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.HashMap;
@@ -77,25 +76,6 @@ public final class ExtentIndex {
     /** The readers' side of this index. */
     public StagingView view() {
         return view;
-    }
-
-    /** See {@link StagingView#acquire}. */
-    public StagedChunk acquire(ChunkKey key, String etag) {
-        return view.acquire(key, etag);
-    }
-
-    /** See {@link StagingView#contains}. */
-    public boolean contains(ChunkKey key, String etag) {
-        return view.contains(key, etag);
-    }
-
-    /** See {@link StagingView#copyOut}. */
-    public void copyOut(StagedChunk chunk, long offset, MemorySegment target, long targetOffset, long length) {
-        view.copyOut(chunk, offset, target, targetOffset, length);
-    }
-
-    public void release(StagedChunk chunk) {
-        view.release(chunk);
     }
 
     /**

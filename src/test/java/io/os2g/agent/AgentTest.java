@@ -77,14 +77,14 @@ class AgentTest {
     }
 
     private byte[] staged(Node.File file, long chunk) {
-        StagedChunk c = index.acquire(new ChunkKey(file.inode(), chunk), file.etag());
+        StagedChunk c = index.view().acquire(new ChunkKey(file.inode(), chunk), file.etag());
         assertNotNull(c, "chunk " + chunk + " not staged");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment target = arena.allocate(c.length());
-            index.copyOut(c, 0, target, 0, c.length());
+            index.view().copyOut(c, 0, target, 0, c.length());
             return target.toArray(ValueLayout.JAVA_BYTE);
         } finally {
-            index.release(c);
+            index.view().release(c);
         }
     }
 
@@ -127,12 +127,12 @@ class AgentTest {
         // readahead fetches run in parallel and may land in any order
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         for (int c = 0; c <= 8; c++) {
-            while (!index.contains(new ChunkKey(12, c), f.etag())) {
+            while (!index.view().contains(new ChunkKey(12, c), f.etag())) {
                 assertTrue(System.nanoTime() < deadline, "chunk " + c + " not staged");
                 Thread.sleep(10);
             }
         }
-        assertTrue(!index.contains(new ChunkKey(12, 9), f.etag()), "nothing staged beyond the window");
+        assertTrue(!index.view().contains(new ChunkKey(12, 9), f.etag()), "nothing staged beyond the window");
         for (int c = 0; c <= 8; c++) {
             byte[] expected = java.util.Arrays.copyOfRange(body, c * CHUNK, (c + 1) * CHUNK);
             assertArrayEquals(expected, staged(f, c), "chunk " + c);
@@ -194,7 +194,7 @@ class AgentTest {
         awaitStaged(files.subList(0, 3));
         awaitStaged(files.subList(4, 5));
         assertEquals(4, agent.prefetchedFiles(), "a window of 4 files, in listing order, skipping the opened one");
-        assertTrue(!index.contains(new ChunkKey(files.get(5).inode(), 0), files.get(5).etag()), "nothing past the window");
+        assertTrue(!index.view().contains(new ChunkKey(files.get(5).inode(), 0), files.get(5).etag()), "nothing past the window");
 
         agent.release(agent.open(files.get(0))); // one prefetched file opened: the window moves by one
         awaitStaged(files.subList(5, 6));
@@ -205,7 +205,7 @@ class AgentTest {
     private void awaitStaged(List<Node.File> files) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         for (Node.File f : files) {
-            while (!index.contains(new ChunkKey(f.inode(), 0), f.etag())) {
+            while (!index.view().contains(new ChunkKey(f.inode(), 0), f.etag())) {
                 assertTrue(System.nanoTime() < deadline, "not staged: " + f.key());
                 Thread.sleep(5);
             }

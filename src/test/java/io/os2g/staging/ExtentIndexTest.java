@@ -62,7 +62,7 @@ class ExtentIndexTest {
     static byte[] read(ExtentIndex index, StagedChunk chunk, long offset, int length) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment target = arena.allocate(length);
-            index.copyOut(chunk, offset, target, 0, length);
+            index.view().copyOut(chunk, offset, target, 0, length);
             return target.toArray(ValueLayout.JAVA_BYTE);
         }
     }
@@ -73,13 +73,13 @@ class ExtentIndexTest {
         byte[] body = pattern(5 * PAGE + 123, 1); // spans two segments of 4 pages
         ChunkKey key = new ChunkKey(7, 0);
         stage(index, key, "e1", body);
-        StagedChunk chunk = index.acquire(key, "e1");
+        StagedChunk chunk = index.view().acquire(key, "e1");
         assertNotNull(chunk);
         assertArrayEquals(body, read(index, chunk, 0, body.length));
         byte[] middle = new byte[PAGE + 10];
         System.arraycopy(body, PAGE - 5, middle, 0, middle.length);
         assertArrayEquals(middle, read(index, chunk, PAGE - 5, middle.length));
-        index.release(chunk);
+        index.view().release(chunk);
     }
 
     @Test
@@ -97,11 +97,11 @@ class ExtentIndexTest {
     void anotherVersionIsAMiss() throws IOException {
         ExtentIndex index = index(8L * PAGE, Duration.ofSeconds(1));
         stage(index, new ChunkKey(1, 0), "old", pattern(100, 1));
-        assertNull(index.acquire(new ChunkKey(1, 0), "new"));
+        assertNull(index.view().acquire(new ChunkKey(1, 0), "new"));
         stage(index, new ChunkKey(1, 0), "new", pattern(100, 2));
-        StagedChunk chunk = index.acquire(new ChunkKey(1, 0), "new");
+        StagedChunk chunk = index.view().acquire(new ChunkKey(1, 0), "new");
         assertArrayEquals(pattern(100, 2), read(index, chunk, 0, 100));
-        index.release(chunk);
+        index.view().release(chunk);
         assertEquals(7L * PAGE, index.freeBytes()); // the replaced version's page came back
     }
 
@@ -116,26 +116,26 @@ class ExtentIndexTest {
         stage(index, b, "e", pattern(PAGE, 2));
         stage(index, c, "e", pattern(PAGE, 3));
         stage(index, d, "e", pattern(PAGE, 4));
-        StagedChunk pinned = index.acquire(a, "e"); // pinned: must survive
-        index.release(index.acquire(b, "e")); // read once: gets a second chance
+        StagedChunk pinned = index.view().acquire(a, "e"); // pinned: must survive
+        index.view().release(index.view().acquire(b, "e")); // read once: gets a second chance
         stage(index, new ChunkKey(5, 0), "e", pattern(PAGE, 5));
-        assertTrue(index.contains(a, "e"));
-        assertTrue(index.contains(b, "e"));
-        assertFalse(index.contains(c, "e"), "the oldest unreferenced, unpinned chunk goes first");
+        assertTrue(index.view().contains(a, "e"));
+        assertTrue(index.view().contains(b, "e"));
+        assertFalse(index.view().contains(c, "e"), "the oldest unreferenced, unpinned chunk goes first");
         assertArrayEquals(pattern(PAGE, 1), read(index, pinned, 0, PAGE));
-        index.release(pinned);
+        index.view().release(pinned);
     }
 
     @Test
     void whenEveryPageIsPinnedReserveWaitsThenFailsInsteadOfHanging() throws IOException {
         ExtentIndex index = index(2L * PAGE, Duration.ofMillis(300));
         stage(index, new ChunkKey(1, 0), "e", pattern(2 * PAGE, 1));
-        StagedChunk pinned = index.acquire(new ChunkKey(1, 0), "e");
+        StagedChunk pinned = index.view().acquire(new ChunkKey(1, 0), "e");
         long t0 = System.nanoTime();
         StagingException e = assertThrows(StagingException.class, () -> index.reserve(PAGE));
         assertTrue(System.nanoTime() - t0 >= Duration.ofMillis(250).toNanos());
         assertTrue(e.getMessage().contains("full"), e.getMessage());
-        index.release(pinned);
+        index.view().release(pinned);
         index.reserve(PAGE).cancel(); // space again once unpinned
     }
 
@@ -149,12 +149,12 @@ class ExtentIndexTest {
         fetching.publish(new ChunkKey(1, 0), "e");
         failing.cancel();
         assertEquals(0, index.inFlightBytes());
-        StagedChunk a = index.acquire(new ChunkKey(1, 0), "e");
-        StagedChunk b = index.acquire(new ChunkKey(1, 0), "e");
+        StagedChunk a = index.view().acquire(new ChunkKey(1, 0), "e");
+        StagedChunk b = index.view().acquire(new ChunkKey(1, 0), "e");
         assertEquals(1, index.pinnedChunks());
-        index.release(a);
+        index.view().release(a);
         assertEquals(1, index.pinnedChunks(), "two readers, one gone");
-        index.release(b);
+        index.view().release(b);
         assertEquals(0, index.pinnedChunks());
         assertEquals(1, index.stagedChunks());
     }
