@@ -106,8 +106,11 @@ public final class Os2gFileSystem implements FuseOperations {
         if (ControlFiles.owns(path)) {
             return controlAttributes(path, stat);
         }
+        // fstat, or the kernel refreshing an open file's attributes before a read: the version the
+        // handle pinned, even if the key has since changed or gone (its reads then fail with EIO)
+        OpenHandle open = fi == null ? null : handles.get(fi.getFh());
         try {
-            fill(namespace.resolve(path), stat);
+            fill(open != null ? open.file() : namespace.resolve(path), stat);
             return 0;
         } catch (RuntimeException e) {
             return fail("getattr", path, e);
