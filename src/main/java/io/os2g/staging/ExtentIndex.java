@@ -82,8 +82,7 @@ public final class ExtentIndex {
      * Sets aside pages for {@code length} bytes, evicting unpinned chunks as needed; waits while every
      * page is pinned or in flight.
      *
-     * @throws StagingException when the chunk can never fit, no space came free before the deadline,
-     *     or the file system behind the region is full
+     * @throws StagingException when the chunk can never fit, or no space came free before the deadline
      */
     public Reservation reserve(int length) {
         int pageSize = region.pageSize();
@@ -114,16 +113,6 @@ public final class ExtentIndex {
             throw new StagingException("interrupted while waiting for staging space", e);
         } finally {
             lock.unlock();
-        }
-        int highest = 0;
-        for (int page : pages) {
-            highest = Math.max(highest, page);
-        }
-        try {
-            region.populateBelow(highest + 1);
-        } catch (StagingException e) {
-            cancel(pages);
-            throw e;
         }
         return new Reservation(this, length, pages);
     }

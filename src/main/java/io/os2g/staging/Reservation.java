@@ -3,7 +3,6 @@ package io.os2g.staging;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
-import java.lang.foreign.MemorySegment;
 
 /**
  * Pages set aside for one chunk while it is fetched. The fetcher fills them ({@link #fill}), then
@@ -35,6 +34,7 @@ public final class Reservation {
      * start when the fetch is retried.
      *
      * @throws EOFException when the stream ends early (a truncated body)
+     * @throws StagingException when the file system behind the region has no room for the pages
      */
     public void fill(InputStream in) throws IOException {
         StagingRegion region = index.region();
@@ -42,7 +42,6 @@ public final class Reservation {
         byte[] buffer = new byte[Math.min(pageSize, Math.max(length, 1))];
         long remaining = length;
         for (int page : pages) {
-            MemorySegment target = region.page(page);
             int want = (int) Math.min(pageSize, remaining);
             int filled = 0;
             while (filled < want) {
@@ -50,7 +49,7 @@ public final class Reservation {
                 if (n == 0) {
                     throw new EOFException("body ended early: expected=" + length + ", got=" + (length - remaining + filled));
                 }
-                MemorySegment.copy(buffer, 0, target, java.lang.foreign.ValueLayout.JAVA_BYTE, filled, n);
+                region.copyToPage(page, filled, buffer, 0, n);
                 filled += n;
             }
             remaining -= want;

@@ -47,7 +47,10 @@ public final class StagingView implements AutoCloseable {
         return true;
     }
 
-    /** Copies bytes of a pinned chunk into {@code target}: one memcpy per page touched, native to native. */
+    /**
+     * Copies bytes of a pinned chunk into {@code target}: one pread per run of pages that lie side by
+     * side in a segment (a young region's chunks are one run).
+     */
     public void copyOut(StagedChunk chunk, long offset, MemorySegment target, long targetOffset, long length) {
         if (offset < 0 || offset + length > chunk.length()) {
             throw new IndexOutOfBoundsException("copy outside chunk: offset=" + offset + ", length=" + length
@@ -57,8 +60,12 @@ public final class StagingView implements AutoCloseable {
         int index = (int) (offset / pageSize);
         long within = offset % pageSize;
         while (length > 0) {
+            int first = table.page(chunk.slot(), index++);
             long n = Math.min(length, pageSize - within);
-            region.copyFromPage(table.page(chunk.slot(), index++), within, target, targetOffset, n);
+            for (int last = first; n < length && region.adjacent(last, table.page(chunk.slot(), index)); last++, index++) {
+                n += Math.min(length - n, pageSize);
+            }
+            region.copyFromPages(first, within, target, targetOffset, n);
             targetOffset += n;
             length -= n;
             within = 0;
