@@ -11,6 +11,7 @@ import io.os2g.store.ObjectStore;
 import io.os2g.store.ObjectSummary;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -25,6 +26,8 @@ public final class Agent implements AutoCloseable {
     private final ChunkLayout layout;
     private final ChunkFetcher fetcher;
     private final DirectoryPrefetcher prefetcher;
+    private final HintedPrefetcher hints;
+    private final HintedPrefetcher warm;
     private final Namespace namespace;
     private final ConcurrentHashMap<Long, OpenFile> handles = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
@@ -41,6 +44,10 @@ public final class Agent implements AutoCloseable {
         this.layout = new ChunkLayout(config.chunkSize());
         this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight());
         this.prefetcher = new DirectoryPrefetcher(namespace, fetcher, index, config.chunkSize(), config.directoryPrefetch());
+        // half the region ahead of the readers: the other half stays for their misses and for readahead
+        this.hints = new HintedPrefetcher(HintedPrefetcher.Mode.AHEAD_OF_READERS, fetcher, index, layout,
+                index.capacityBytes() / 2, config.maxInFlight());
+        this.warm = new HintedPrefetcher(HintedPrefetcher.Mode.WARM, fetcher, index, layout, Long.MAX_VALUE, config.maxInFlight());
         this.namespace = namespace;
     }
 
@@ -75,18 +82,33 @@ public final class Agent implements AutoCloseable {
      * its own handles, so an open needs no answer); a number already open is replaced.
      */
     public void open(long handle, long inode, String key, String etag, long size) {
-        Node.File file = new Node.File(inode, key, size, etag, 0);
-        handles.put(handle, new OpenFile(file,
-                new ReadaheadWindow(config.initialReadahead(), config.maxReadahead(), config.chunkSize())));
-        prefetcher.onOpen(file);
+        open(handle, new Node.File(inode, key, size, etag, 0));
     }
 
     long open(Node.File file) {
         long handle = nextHandle.getAndIncrement();
-        handles.put(handle, new OpenFile(file,
-                new ReadaheadWindow(config.initialReadahead(), config.maxReadahead(), config.chunkSize())));
-        prefetcher.onOpen(file);
+        open(handle, file);
         return handle;
+    }
+
+    private void open(long handle, Node.File file) {
+        OpenFile replaced = handles.put(handle, new OpenFile(file,
+                new ReadaheadWindow(config.initialReadahead(), config.maxReadahead(), config.chunkSize())));
+        if (replaced != null) {
+            hints.onRelease(replaced.file());
+        }
+        hints.onOpen(file);
+        if (!hints.active()) {
+            prefetcher.onOpen(file); // a loader's announced order beats guessing from the directory
+        }
+    }
+
+    /**
+     * Stages {@code files} in this order: ahead of the readers ({@code /.os2g/prefetch}) or all of them
+     * ({@code warm}, {@code /.os2g/warm}); {@code replace} drops the files hinted before that are not read yet.
+     */
+    public void prefetch(List<Node.File> files, boolean replace, boolean warm) {
+        (warm ? this.warm : hints).hint(files, replace);
     }
 
     /**
@@ -126,7 +148,10 @@ public final class Agent implements AutoCloseable {
     }
 
     public void release(long handle) {
-        handles.remove(handle);
+        OpenFile open = handles.remove(handle);
+        if (open != null) {
+            hints.onRelease(open.file());
+        }
     }
 
     public long fetchedChunks() {
@@ -146,8 +171,20 @@ public final class Agent implements AutoCloseable {
         return fetcher.failedFetches();
     }
 
+    /** Counters of the files hinted through {@code /.os2g/prefetch}. */
+    public Map<String, Long> hintCounters() {
+        return hints.counters();
+    }
+
+    /** Counters of the files staged through {@code /.os2g/warm}. */
+    public Map<String, Long> warmCounters() {
+        return warm.counters();
+    }
+
     @Override
     public void close() {
+        hints.close();
+        warm.close();
         fetcher.close();
         handles.clear();
     }

@@ -77,6 +77,7 @@ final class AgentSessions implements AgentSession.Factory {
             agentPart.put("failed_fetches", agent.failedFetches());
             agentPart.put("prefetched_files", agent.prefetchedFiles());
             agentPart.put("cpu_seconds", Stats.processCpuSeconds());
+            GatewayStats.prefetch(agent, agentPart);
             agentPart.put("staging", GatewayStats.staging(index));
             return Stats.json(agentPart);
         }

@@ -77,6 +77,7 @@ final class Gateway implements AutoCloseable {
                     m.put("fetched_bytes", agent.fetchedBytes());
                     m.put("failed_fetches", agent.failedFetches());
                     m.put("prefetched_files", agent.prefetchedFiles());
+                    GatewayStats.prefetch(agent, m);
                     m.put("staging", GatewayStats.staging(index));
                     return m;
                 }

@@ -1,5 +1,6 @@
 package io.os2g.cli;
 
+import io.os2g.agent.Agent;
 import io.os2g.metrics.ReadMetrics;
 import io.os2g.metrics.Stats;
 import io.os2g.staging.ExtentIndex;
@@ -13,6 +14,12 @@ import java.util.Map;
 final class GatewayStats {
 
     private GatewayStats() {
+    }
+
+    /** The agent's counters of hinted and warmed files. */
+    static void prefetch(Agent agent, Map<String, Object> into) {
+        into.put("prefetch", agent.hintCounters());
+        into.put("warm", agent.warmCounters());
     }
 
     static Map<String, Object> staging(ExtentIndex index) {
@@ -39,6 +46,7 @@ final class GatewayStats {
         doc.put("staging_hits", metrics.stagingHits());
         doc.put("staging_misses", metrics.stagingMisses());
         doc.put("errors", metrics.errors());
+        doc.put("hint_lines", Map.of("accepted", metrics.hintsAccepted(), "rejected", metrics.hintsRejected()));
         Map<String, Object> process = new LinkedHashMap<>();
         process.put("cpu_seconds", cpu);
         process.put("cpu_seconds_per_gib", Stats.perGib(cpu, metrics.bytesServed()));

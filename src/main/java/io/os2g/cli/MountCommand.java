@@ -199,11 +199,12 @@ final class MountCommand implements Callable<Integer> {
         StagingConfig stagingConfig = StagingConfig.of(dir, staging, readDeadline);
 
         FsConfig fs = new FsConfig(uid != null ? uid : Identity.uid(), gid != null ? gid : Identity.gid(),
-                parseMode("--file-mode", fileMode), parseMode("--dir-mode", dirMode), System.currentTimeMillis(), readDeadline);
+                parseMode("--file-mode", fileMode), parseMode("--dir-mode", dirMode), System.currentTimeMillis(), readDeadline,
+                mount.toAbsolutePath().normalize().toString());
 
         long ttlSeconds = ttl == null ? FOREVER_SECONDS : ttl.toSeconds();
         List<String> options = new ArrayList<>();
-        options.add("ro");
+        // not "ro": the kernel would refuse writes to /.os2g/prefetch; the file system answers EROFS itself
         options.add("fsname=" + (fsname != null ? fsname : "os2g:" + source).replace(",", "_"));
         options.add("subtype=os2g");
         options.add("default_permissions");

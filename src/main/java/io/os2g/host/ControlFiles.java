@@ -1,26 +1,54 @@
 package io.os2g.host;
 
+import io.os2g.Errno;
+import io.os2g.link.AgentLink;
+import io.os2g.metrics.ReadMetrics;
+import io.os2g.namespace.Namespace;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import org.cryptomator.jfuse.api.FileInfo;
 
 /**
  * The hidden control directory {@code /.os2g/} (not listed in the root; a bucket key under
- * {@code .os2g/} is shadowed by it). {@code /.os2g/stats} reads as a JSON snapshot of the mount's
- * counters, taken at open. It is opened {@code direct_io}, so every open reads a fresh snapshot of
- * whatever length, and the page cache never holds a stale one.
+ * {@code .os2g/} is shadowed by it):
+ * <ul>
+ * <li>{@code stats} reads as a JSON snapshot of the mount's counters, taken at open. It is opened
+ *     {@code direct_io}, so every open reads a fresh snapshot of whatever length, and the page cache
+ *     never holds a stale one.
+ * <li>{@code prefetch} takes paths, one per line, in the order readers will open them; the agent
+ *     stages them a bounded window ahead of the readers ({@link HintWriter}).
+ * <li>{@code warm} takes paths the same way; the agent stages all of them ({@code os2g warm}).
+ * </ul>
+ * Opening {@code prefetch} or {@code warm} with O_TRUNC (a shell's {@code >}, Python's {@code "w"})
+ * replaces the paths not yet staged; without it ({@code >>}, {@code "a"}) they are added at the end.
  */
 final class ControlFiles {
 
     static final String DIR = "/.os2g";
     static final String STATS = DIR + "/stats";
+    static final String PREFETCH = DIR + "/prefetch";
+    static final String WARM = DIR + "/warm";
+    static final List<String> NAMES = List.of("stats", "prefetch", "warm");
+
+    private static final int O_TRUNC = 0x200;
 
     private final Supplier<String> stats;
+    private final Namespace namespace;
+    private final AgentLink link;
+    private final ReadMetrics metrics;
+    private final String mountPoint;
     private final ConcurrentHashMap<Long, byte[]> snapshots = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Long, HintWriter> writers = new ConcurrentHashMap<>();
 
-    ControlFiles(Supplier<String> stats) {
+    ControlFiles(Supplier<String> stats, Namespace namespace, AgentLink link, ReadMetrics metrics, String mountPoint) {
         this.stats = stats;
+        this.namespace = namespace;
+        this.link = link;
+        this.metrics = metrics;
+        this.mountPoint = mountPoint;
     }
 
     static boolean owns(String path) {
@@ -32,17 +60,36 @@ final class ControlFiles {
     }
 
     static boolean isFile(String path) {
-        return path.equals(STATS);
+        return path.equals(STATS) || isWritable(path);
+    }
+
+    /** The files that take paths (mode 0222: any user of the mount may hint). */
+    static boolean isWritable(String path) {
+        return path.equals(PREFETCH) || path.equals(WARM);
     }
 
     /** Size getattr reports: 0 when reads are direct (the kernel then asks regardless), else a fresh snapshot's. */
-    long size() {
-        return FileInfoFlags.supported() ? 0 : snapshot().length;
+    long size(String path) {
+        return isWritable(path) || FileInfoFlags.supported() ? 0 : snapshot().length;
     }
 
-    void open(long fh, FileInfo fi) {
+    /** Opens a control file; returns 0 or a negated errno. */
+    int open(String path, long fh, FileInfo fi, boolean forWriting) {
+        if (isWritable(path)) {
+            if (!forWriting) {
+                return -Errno.EACCES;
+            }
+            boolean replace = (fi.getFlags() & O_TRUNC) != 0;
+            writers.put(fh, new HintWriter(namespace, link, metrics, mountPoint, path.equals(WARM), replace));
+            FileInfoFlags.setDirectIo(fi); // every write reaches the writer at once, not after the page cache
+            return 0;
+        }
+        if (forWriting) {
+            return -Errno.EROFS;
+        }
         snapshots.put(fh, snapshot());
         FileInfoFlags.setDirectIo(fi); // without it, the snapshot is read as far as getattr's size allows
+        return 0;
     }
 
     /** Bytes of the open snapshot from {@code offset}, at most {@code size}. */
@@ -53,12 +100,28 @@ final class ControlFiles {
         return java.util.Arrays.copyOfRange(snapshot, from, to);
     }
 
+    /** Takes a write to {@code prefetch} or {@code warm}; returns the count taken or a negated errno. */
+    int write(long fh, ByteBuffer bytes) {
+        HintWriter writer = writers.get(fh);
+        if (writer == null) {
+            return -Errno.EBADF;
+        }
+        int n = bytes.remaining();
+        writer.write(bytes);
+        return n;
+    }
+
     boolean release(long fh) {
+        HintWriter writer = writers.remove(fh);
+        if (writer != null) {
+            writer.close();
+            return true;
+        }
         return snapshots.remove(fh) != null;
     }
 
     boolean isOpen(long fh) {
-        return snapshots.containsKey(fh);
+        return snapshots.containsKey(fh) || writers.containsKey(fh);
     }
 
     private byte[] snapshot() {

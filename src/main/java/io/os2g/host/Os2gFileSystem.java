@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The FUSE operations of a mount. Metadata comes from the namespace, reads from the staging region
- * through {@link StagedReader}; every operation that would change the tree answers EROFS.
+ * through {@link StagedReader}; every operation that would change the tree answers EROFS (the
+ * mount is not "ro" only so that the hint files of {@link ControlFiles} can be written).
  */
 public final class Os2gFileSystem implements FuseOperations {
 
@@ -47,6 +48,7 @@ public final class Os2gFileSystem implements FuseOperations {
     private final AgentLink link;
     private final FsConfig config;
     private final ReadMetrics metrics;
+    private volatile boolean shadowReported;
     private final StagedReader reader;
     private final ConcurrentHashMap<Long, OpenHandle> handles = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
@@ -59,7 +61,7 @@ public final class Os2gFileSystem implements FuseOperations {
                           FsConfig config, ReadMetrics metrics, org.cryptomator.jfuse.api.Errno errnos,
                           Supplier<String> stats) {
         this.errnos = errnos;
-        this.control = new ControlFiles(stats);
+        this.control = new ControlFiles(stats, namespace, link, metrics, config.mountPoint());
         this.namespace = namespace;
         this.link = link;
         this.config = config;
@@ -84,7 +86,7 @@ public final class Os2gFileSystem implements FuseOperations {
     public Set<Operation> supportedOperations() {
         return EnumSet.of(Operation.GET_ATTR, Operation.READ_DIR, Operation.OPEN, Operation.READ, Operation.RELEASE,
                 Operation.STATFS, Operation.ACCESS, Operation.GET_XATTR, Operation.LIST_XATTR, Operation.INIT,
-                // refused with EROFS (the mount is also "ro", so the kernel rarely asks)
+                // WRITE and TRUNCATE take hints at /.os2g/prefetch and /.os2g/warm; the rest is EROFS
                 Operation.WRITE, Operation.CREATE, Operation.MKDIR, Operation.UNLINK, Operation.RMDIR,
                 Operation.SYMLINK, Operation.RENAME, Operation.CHMOD, Operation.CHOWN,
                 Operation.TRUNCATE, Operation.UTIMENS, Operation.SET_XATTR, Operation.REMOVE_XATTR);
@@ -127,8 +129,8 @@ public final class Os2gFileSystem implements FuseOperations {
             return 0;
         }
         if (ControlFiles.isFile(path)) {
-            stat.setMode(Stat.S_IFREG | 0444);
-            stat.setSize(control.size());
+            stat.setMode(Stat.S_IFREG | (ControlFiles.isWritable(path) ? 0222 : 0444));
+            stat.setSize(control.size(path));
             return 0;
         }
         return -Errno.ENOENT;
@@ -167,7 +169,9 @@ public final class Os2gFileSystem implements FuseOperations {
         if (ControlFiles.isDirectory(path)) {
             filler.fill(".", stat -> { }, 0, 0);
             filler.fill("..", stat -> { }, 0, 0);
-            filler.fill("stats", stat -> { }, 0, 0);
+            for (String name : ControlFiles.NAMES) {
+                filler.fill(name, stat -> { }, 0, 0);
+            }
             return 0;
         }
         try {
@@ -182,6 +186,14 @@ public final class Os2gFileSystem implements FuseOperations {
             filler.fill(".", stat -> { }, 0, 0);
             filler.fill("..", stat -> { }, 0, 0);
             for (var entry : listing.entries().entrySet()) {
+                if (dir == namespace.root() && entry.getKey().equals(ControlFiles.DIR.substring(1))) {
+                    if (!shadowReported) {
+                        shadowReported = true;
+                        LOG.warn("bucket keys under {}/ are shadowed by the mount's control directory: they cannot be read here",
+                                ControlFiles.DIR.substring(1));
+                    }
+                    continue;
+                }
                 Node node = entry.getValue();
                 if (filler.fill(entry.getKey(), plus ? stat -> fill(node, stat) : stat -> { }, 0, fillFlags) != 0) {
                     break;
@@ -196,17 +208,20 @@ public final class Os2gFileSystem implements FuseOperations {
     @Override
     public int open(String path, FileInfo fi) {
         try {
-            if ((fi.getFlags() & O_ACCMODE) != 0) {
-                return -Errno.EROFS;
-            }
+            boolean forWriting = (fi.getFlags() & O_ACCMODE) != 0;
             if (ControlFiles.owns(path)) {
                 if (!ControlFiles.isFile(path)) {
                     return ControlFiles.isDirectory(path) ? -Errno.EISDIR : -Errno.ENOENT;
                 }
                 long fh = nextHandle.getAndIncrement();
-                control.open(fh, fi);
-                fi.setFh(fh);
-                return 0;
+                int rc = control.open(path, fh, fi, forWriting);
+                if (rc == 0) {
+                    fi.setFh(fh);
+                }
+                return rc;
+            }
+            if (forWriting) {
+                return -Errno.EROFS;
             }
             Node node = namespace.resolve(path);
             if (!(node instanceof Node.File file)) {
@@ -254,7 +269,11 @@ public final class Os2gFileSystem implements FuseOperations {
         if (handle != null) {
             link.release(handle.agentHandle());
         } else {
-            control.release(fi.getFh());
+            try {
+                control.release(fi.getFh());
+            } catch (RuntimeException e) {
+                return fail("release", path, e);
+            }
         }
         return 0;
     }
@@ -273,7 +292,7 @@ public final class Os2gFileSystem implements FuseOperations {
 
     @Override
     public int access(String path, int mask) {
-        if ((mask & W_OK) != 0) {
+        if ((mask & W_OK) != 0 && !ControlFiles.isWritable(path)) {
             return -Errno.EROFS;
         }
         if (ControlFiles.owns(path)) {
@@ -301,7 +320,14 @@ public final class Os2gFileSystem implements FuseOperations {
 
     @Override
     public int write(String path, ByteBuffer buf, long size, long offset, FileInfo fi) {
-        return -Errno.EROFS;
+        if (!control.isOpen(fi.getFh())) {
+            return -Errno.EROFS;
+        }
+        try {
+            return control.write(fi.getFh(), buf.slice(buf.position(), (int) Math.min(size, buf.remaining())));
+        } catch (RuntimeException e) {
+            return fail("write", path, e);
+        }
     }
 
     @Override
@@ -346,7 +372,8 @@ public final class Os2gFileSystem implements FuseOperations {
 
     @Override
     public int truncate(String path, long size, FileInfo fi) {
-        return -Errno.EROFS;
+        // an open with O_TRUNC of a hint file, where the kernel asks apart from the open
+        return ControlFiles.isWritable(path) ? 0 : -Errno.EROFS;
     }
 
     @Override

@@ -18,6 +18,9 @@ public interface AgentLink extends AutoCloseable {
     /** Tells the agent a range is being read (it was staged already), so its readahead moves on; no answer. */
     void hint(ReadRequest request);
 
+    /** Asks for files to be staged in the order given (hints and warm); no answer. */
+    void prefetch(PrefetchRequest request);
+
     /** Forgets a handle (its staged chunks stay until evicted). */
     void release(long handle);
 

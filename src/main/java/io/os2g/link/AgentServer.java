@@ -148,6 +148,10 @@ public final class AgentServer implements AutoCloseable {
                 }
             }
             case Message.Release release -> agent.release(release.handle());
+            case Message.Prefetch prefetch -> {
+                PrefetchRequest r = prefetch.request();
+                agent.prefetch(r.files().stream().map(OpenRequest::file).toList(), r.replace(), r.warm());
+            }
             case Message.Stats stats -> reply(wire, id, new Message.StatsReply(session.statsJson()));
             default -> reply(wire, id, new Message.Failed(Errno.EIO, "unexpected message " + frame.message()));
         }

@@ -31,6 +31,11 @@ public final class InProcessLink implements AgentLink {
     }
 
     @Override
+    public void prefetch(PrefetchRequest request) {
+        agent.prefetch(request.files().stream().map(OpenRequest::file).toList(), request.replace(), request.warm());
+    }
+
+    @Override
     public void release(long handle) {
         agent.release(handle);
     }

@@ -35,6 +35,10 @@ sealed interface Message {
     record Failed(int errno, String message) implements Message {
     }
 
+    /** Stage files in this order (hints, warm); no answer. */
+    record Prefetch(PrefetchRequest request) implements Message {
+    }
+
     record Release(long handle) implements Message {
     }
 

@@ -302,6 +302,20 @@ public final class SocketLink implements AgentLink {
     }
 
     @Override
+    public void prefetch(PrefetchRequest request) {
+        Connection connection = current;
+        if (connection == null) {
+            throw new LinkException(Errno.EIO, "the agent is not connected");
+        }
+        try {
+            connection.wire.send(ids.getAndIncrement(), new Message.Prefetch(request));
+        } catch (IOException e) {
+            lost(connection, e);
+            throw new LinkException(Errno.EIO, "lost the agent while sending hints: " + e.getMessage());
+        }
+    }
+
+    @Override
     public void release(long handle) {
         LocalHandle local = open.remove(handle);
         Connection connection = current;

@@ -22,7 +22,7 @@ final class Wire {
     /** "OS2G": the first bytes of a hello, so a stranger on the socket is told apart from an old version. */
     static final int MAGIC = 0x4f533247;
     /** Bumped whenever a message changes; both ends must agree. */
-    static final int VERSION = 1;
+    static final int VERSION = 2;
     private static final int MAX_FRAME = 256 << 20;
 
     private final DataInputStream in;
@@ -83,6 +83,7 @@ final class Wire {
             case Message.Release r -> 11;
             case Message.Stats s -> 12;
             case Message.StatsReply s -> 13;
+            case Message.Prefetch p -> 14;
         };
     }
 
@@ -125,12 +126,8 @@ final class Wire {
                 }
             }
             case Message.Open op -> {
-                OpenRequest r = op.request();
                 o.writeLong(op.handle());
-                o.writeLong(r.inode());
-                string(o, r.key());
-                string(o, r.etag());
-                o.writeLong(r.size());
+                openRequest(o, op.request());
             }
             case Message.Read r -> {
                 o.writeLong(r.request().handle());
@@ -148,6 +145,14 @@ final class Wire {
             case Message.Stats s -> {
             }
             case Message.StatsReply s -> string(o, s.json());
+            case Message.Prefetch p -> {
+                o.writeBoolean(p.request().replace());
+                o.writeBoolean(p.request().warm());
+                o.writeInt(p.request().files().size());
+                for (OpenRequest r : p.request().files()) {
+                    openRequest(o, r);
+                }
+            }
         }
     }
 
@@ -182,15 +187,36 @@ final class Wire {
                 }
                 yield new Message.Listed(new Listing(prefix, objects, prefixes));
             }
-            case 6 -> new Message.Open(i.readLong(), new OpenRequest(i.readLong(), string(i), string(i), i.readLong()));
+            case 6 -> new Message.Open(i.readLong(), openRequest(i));
             case 8 -> new Message.Read(new ReadRequest(i.readLong(), i.readLong(), i.readLong()), i.readBoolean());
             case 9 -> new Message.Done();
             case 10 -> new Message.Failed(i.readInt(), string(i));
             case 11 -> new Message.Release(i.readLong());
             case 12 -> new Message.Stats();
             case 13 -> new Message.StatsReply(string(i));
+            case 14 -> {
+                boolean replace = i.readBoolean();
+                boolean warm = i.readBoolean();
+                int n = count(i);
+                List<OpenRequest> files = new ArrayList<>(Math.min(n, 4096));
+                for (int k = 0; k < n; k++) {
+                    files.add(openRequest(i));
+                }
+                yield new Message.Prefetch(new PrefetchRequest(files, replace, warm));
+            }
             default -> throw new IOException("unknown message type " + type);
         };
+    }
+
+    private static void openRequest(DataOutputStream o, OpenRequest r) throws IOException {
+        o.writeLong(r.inode());
+        string(o, r.key());
+        string(o, r.etag());
+        o.writeLong(r.size());
+    }
+
+    private static OpenRequest openRequest(DataInputStream i) throws IOException {
+        return new OpenRequest(i.readLong(), string(i), string(i), i.readLong());
     }
 
     private static void string(DataOutputStream o, String s) throws IOException {

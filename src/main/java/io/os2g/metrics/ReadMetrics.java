@@ -9,6 +9,8 @@ public final class ReadMetrics {
     private final LongAdder stagingHits = new LongAdder();
     private final LongAdder stagingMisses = new LongAdder();
     private final LongAdder errors = new LongAdder();
+    private final LongAdder hintsAccepted = new LongAdder();
+    private final LongAdder hintsRejected = new LongAdder();
 
     public void served(long bytes) {
         reads.increment();
@@ -45,5 +47,23 @@ public final class ReadMetrics {
 
     public long errors() {
         return errors.sum();
+    }
+
+    /** A line written to a hint file named a file of the mount. */
+    public void hintAccepted() {
+        hintsAccepted.increment();
+    }
+
+    /** A line written to a hint file named nothing that can be staged (skipped). */
+    public void hintRejected() {
+        hintsRejected.increment();
+    }
+
+    public long hintsAccepted() {
+        return hintsAccepted.sum();
+    }
+
+    public long hintsRejected() {
+        return hintsRejected.sum();
     }
 }

@@ -261,6 +261,11 @@ public final class ExtentIndex {
         }
     }
 
+    /** The unit of staging space: a chunk takes its length rounded up to whole pages. */
+    public int pageSize() {
+        return region.pageSize();
+    }
+
     public long capacityBytes() {
         return (long) allocator.capacity() * region.pageSize();
     }

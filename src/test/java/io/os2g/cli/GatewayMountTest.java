@@ -131,6 +131,46 @@ class GatewayMountTest {
             assertFalse(root.anyMatch(p -> p.getFileName().toString().equals(".os2g")), "hidden from readdir");
         }
         assertErofs(() -> Files.writeString(mnt.resolve(".os2g/stats"), "x"));
+        try (Stream<Path> control = Files.list(mnt.resolve(".os2g"))) {
+            assertEquals(List.of("prefetch", "stats", "warm"), control.map(p -> p.getFileName().toString()).sorted().toList());
+        }
+    }
+
+    @Test
+    void pathsWrittenToThePrefetchFileAreStagedBeforeTheyAreRead() throws Exception {
+        // relative, absolute under the mount point, and two lines that name no file
+        Files.writeString(mnt.resolve(".os2g/prefetch"), "train/deep/multi.bin\n" + mnt.resolve("train/crossing.bin")
+                + "\ntrain/nope\ntrain\n");
+        Map<String, Object> stats = awaitStats(s -> prefetch(s).get("files_staged").longValue() == 2);
+        assertEquals(Map.of("accepted", 2, "rejected", 2), stats.get("hint_lines"));
+        long getsBefore = ((Number) ((Map<?, ?>) stats.get("agent")).get("gets")).longValue();
+
+        assertArrayEquals(crossing, Files.readAllBytes(mnt.resolve("train/crossing.bin")));
+        assertArrayEquals(multi, Files.readAllBytes(mnt.resolve("train/deep/multi.bin")));
+        Map<String, Object> after = io.os2g.metrics.Stats.parse(Files.readString(mnt.resolve(".os2g/stats")));
+        assertEquals(2, prefetch(after).get("staged_before_open").longValue());
+        assertEquals(getsBefore, ((Number) ((Map<?, ?>) after.get("agent")).get("gets")).longValue(),
+                "the reads were served from what the hints staged");
+        assertEquals(0, ((Number) ((Map<?, ?>) ((Map<?, ?>) after.get("agent")).get("staging")).get("pinned_chunks")).longValue(),
+                "read and closed: nothing held");
+        assertThrows(java.nio.file.AccessDeniedException.class, () -> Files.readString(mnt.resolve(".os2g/prefetch")));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Number> prefetch(Map<String, Object> stats) {
+        return (Map<String, Number>) ((Map<?, ?>) stats.get("agent")).get("prefetch");
+    }
+
+    private Map<String, Object> awaitStats(java.util.function.Predicate<Map<String, Object>> done) throws Exception {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            Map<String, Object> stats = io.os2g.metrics.Stats.parse(Files.readString(mnt.resolve(".os2g/stats")));
+            if (done.test(stats)) {
+                return stats;
+            }
+            assertTrue(System.nanoTime() < deadline, "stats never got there: " + stats);
+            Thread.sleep(20);
+        }
     }
 
     @Test

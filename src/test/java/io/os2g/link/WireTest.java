@@ -30,7 +30,10 @@ class WireTest {
             new Message.Failed(5, "server error HTTP 503"),
             new Message.Release(7),
             new Message.Stats(),
-            new Message.StatsReply("{\"gets\": 1}"));
+            new Message.StatsReply("{\"gets\": 1}"),
+            new Message.Prefetch(new PrefetchRequest(List.of(new OpenRequest(42, "train/a.jpg", "etag", 125_000),
+                    new OpenRequest(-3, "train/ü/b.jpg", "", 0)), true, false)),
+            new Message.Prefetch(new PrefetchRequest(List.of(), false, true)));
 
     @Test
     void everyMessageComesBackAsItWasSentInOrder() throws IOException {

@@ -25,6 +25,8 @@ public final class ReferenceStore implements ObjectStore {
     private final Map<String, Integer> versions = new TreeMap<>();
     public final AtomicInteger lists = new AtomicInteger();
     public final AtomicInteger gets = new AtomicInteger();
+    /** Keys in the order their GETs began. */
+    public final List<String> getOrder = java.util.Collections.synchronizedList(new ArrayList<>());
 
     public synchronized ReferenceStore put(String key, byte[] body) {
         objects.put(key, body);
@@ -69,6 +71,7 @@ public final class ReferenceStore implements ObjectStore {
         byte[] body;
         synchronized (this) {
             gets.incrementAndGet();
+            getOrder.add(key);
             body = objects.get(key);
             if (body == null) {
                 throw new StoreException(StoreException.Kind.NOT_FOUND, "no such key: " + key, null);
