@@ -73,6 +73,32 @@ def test_split_mode_returns_the_same_bytes_and_tree(split):
     Tally.add("split mode: files verified", len(FILES))
 
 
+def test_hints_and_warm_travel_through_the_link(split):
+    agent, m = split
+    keys = sorted(k for k in FILES if k.startswith("train/"))
+
+    def counters():
+        return json.loads((m.path / ".os2g/stats").read_text())["agent"]
+
+    before = counters()
+    (m.path / ".os2g/prefetch").write_text("\n".join(keys) + "\nno/such/file\n")
+    deadline = time.time() + 30
+    while counters()["prefetch"]["files_staged"] - before["prefetch"]["files_staged"] < len(keys):
+        assert time.time() < deadline, counters()
+        time.sleep(0.1)
+    for key in keys:
+        read_verified(m.path / key, HASHES[key])
+    after = counters()
+    assert after["prefetch"]["staged_before_open"] - before["prefetch"]["staged_before_open"] == len(keys)
+    assert json.loads((m.path / ".os2g/stats").read_text())["hint_lines"]["rejected"] >= 1
+
+    r = run_os2g("warm", str(m.path / "big"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("warmed 1 files"), r.stdout
+    assert counters()["warm"]["bytes_staged"] - before["warm"]["bytes_staged"] == len(FILES["big/shard-0.tar"])
+    Tally.add("split mode: hinted files verified", len(keys))
+
+
 def test_stats_show_shim_and_agent_apart_and_no_secret(split):
     agent, m = split
     (m.path / "train/c0/000.jpg").read_bytes()

@@ -25,6 +25,7 @@ final class GatewayStats {
     static Map<String, Object> staging(ExtentIndex index) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("capacity_bytes", index.capacityBytes());
+        m.put("page_bytes", index.pageSize());
         m.put("free_bytes", index.freeBytes());
         m.put("staged_chunks", index.stagedChunks());
         m.put("pinned_chunks", index.pinnedChunks());

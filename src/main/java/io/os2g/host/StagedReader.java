@@ -81,8 +81,7 @@ final class StagedReader {
         StagedChunk staged = staging.acquire(key, etag);
         if (staged != null) {
             metrics.hit();
-            if (entered && key.index() < layout.index(handle.file().size() - 1)) {
-                // the file goes on past this chunk: let the agent's readahead know (the last chunk has nothing beyond)
+            if (entered) {
                 link.hint(new ReadRequest(handle.agentHandle(), position, end - position));
             }
             return staged;

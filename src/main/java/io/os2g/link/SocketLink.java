@@ -9,6 +9,7 @@ import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -37,6 +38,8 @@ public final class SocketLink implements AgentLink {
     private final AtomicLong ids = new AtomicLong(1);
     private final AtomicLong handles = new AtomicLong(1);
     private final ConcurrentHashMap<Long, LocalHandle> open = new ConcurrentHashMap<>();
+    /** Inodes hinted and not opened yet: their opens go to the agent at once. */
+    private final Set<Long> hinted = ConcurrentHashMap.newKeySet();
     private volatile Connection current;
     private volatile boolean closed;
     private Thread redialer;
@@ -238,11 +241,24 @@ public final class SocketLink implements AgentLink {
         throw new LinkException(Errno.EIO, "unexpected answer to stats: " + reply);
     }
 
-    /** Opens lazily: the agent hears of the file with its first read or hint, in the same stream, ahead of it. */
+    /**
+     * Opens lazily: the agent hears of the file with its first read or hint, in the same stream, ahead
+     * of it, so a file the page cache serves costs no message. A file hinted through
+     * {@code /.os2g/prefetch} is announced at once: its open is what moves the agent's prefetching on.
+     */
     @Override
     public long open(OpenRequest request) {
         long id = handles.getAndIncrement();
-        open.put(id, new LocalHandle(id, request));
+        LocalHandle handle = new LocalHandle(id, request);
+        open.put(id, handle);
+        Connection connection = current;
+        if (connection != null && hinted.remove(request.inode())) {
+            try {
+                bind(handle, connection);
+            } catch (IOException e) {
+                lost(connection, e);
+            }
+        }
         return id;
     }
 
@@ -306,6 +322,12 @@ public final class SocketLink implements AgentLink {
         Connection connection = current;
         if (connection == null) {
             throw new LinkException(Errno.EIO, "the agent is not connected");
+        }
+        if (!request.warm()) {
+            if (request.replace()) {
+                hinted.clear();
+            }
+            request.files().forEach(f -> hinted.add(f.inode()));
         }
         try {
             connection.wire.send(ids.getAndIncrement(), new Message.Prefetch(request));
