@@ -98,14 +98,22 @@ public final class StagingDirectory {
     }
 
     private static void deleteContents(Path dir) throws IOException {
-        try (Stream<Path> walk = Files.walk(dir)) {
-            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                if (!p.equals(dir)) {
-                    Files.deleteIfExists(p);
+        for (int attempt = 1; ; attempt++) {
+            try (Stream<Path> walk = Files.walk(dir)) {
+                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+                    if (!p.equals(dir)) {
+                        Files.deleteIfExists(p);
+                    }
+                }
+                return;
+            } catch (NoSuchFileException e) {
+                return; // already gone
+            } catch (UncheckedIOException e) {
+                // another owner removed its own sub-directory while this walk passed it: walk again
+                if (!(e.getCause() instanceof NoSuchFileException) || attempt == 3) {
+                    throw e.getCause();
                 }
             }
-        } catch (NoSuchFileException e) {
-            // already gone
         }
     }
 
