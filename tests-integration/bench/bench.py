@@ -149,6 +149,9 @@ def workloads(quick):
         ("walk", ["walk", "--tree", "tree/d00" if quick else "tree"]),
         ("ttfb", ["ttfb"]),
         ("dataloader", ["dataloader", *(["--limit", "600"] if quick else [])]),
+        # the same two with the read order told to the mount first (os2g only: elsewhere --hint does nothing)
+        ("small-4-hinted", ["small", "--readers", "4", "--epochs", "1", "--hint", *small_limit]),
+        ("dataloader-hinted", ["dataloader", "--hint", *(["--limit", "600"] if quick else [])]),
     ]
 
 

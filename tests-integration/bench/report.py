@@ -20,6 +20,8 @@ WORKLOADS = OrderedDict([
     ("walk", ("os.walk + stat of the object tree", "seconds", "s", False)),
     ("ttfb", ("Time to first byte of a file not read before", "seconds", "s", False)),
     ("dataloader", ("PyTorch DataLoader over ImageFolder (PIL decode, resize 224, batch 32, 2 workers, shuffled)", "samples_per_s", "samples/s", True)),
+    ("small-4-hinted", ("Shuffled whole-file reads of ~125 KB JPEGs, 4 reader processes, the order hinted to /.os2g/prefetch first (cold)", "files_per_s", "files/s", True)),
+    ("dataloader-hinted", ("PyTorch DataLoader over ImageFolder as above, with os2g.Os2gSampler hinting each epoch's order (cold)", "samples_per_s", "samples/s", True)),
 ])
 
 

@@ -28,7 +28,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # one dataset for both modes (seeded once, reused); --quick reads a subset of it
-small=4000; large=4; tree=20000
+small=5000; large=4; tree=20000
 data="${OS2G_BENCH_DIR:-/var/tmp/os2g-bench}"
 mkdir -p "$data/s3"
 
