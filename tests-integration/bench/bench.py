@@ -2,7 +2,7 @@
 the page cache dropped before each, the same server, data and reader code for all. Appends one JSON
 line per (target, workload) to the results file.
 
-    bench.py ENDPOINT DATA_DIR RESULTS [--quick] [--latency-ms N]
+    bench.py ENDPOINT DATA_DIR RESULTS [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--only TARGET]
 """
 
 import argparse
@@ -174,18 +174,23 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--latency-ms", type=int, default=10)
     ap.add_argument("--only", help="run only the targets of this name (os2g, os2g-split, s3fs, rclone, local), appending to RESULTS")
+    ap.add_argument("--workloads", help="run only these workloads (comma-separated labels, e.g. small-4,small-4-hinted)")
+    ap.add_argument("--default-flags", action="store_true", help="only each peer's default flags (as --quick does), at full size")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="os2g-bench-"))
     mnt = work / "mnt"
     mnt.mkdir()
-    meta = {"date": time.strftime("%Y-%m-%d"), "latency_ms": a.latency_ms, "quick": a.quick, **versions()}
+    meta = {"date": time.strftime("%Y-%m-%d"), "latency_ms": a.latency_ms, "quick": a.quick,
+            "workloads": a.workloads, "default_flags": a.default_flags, **versions()}
     with open(a.results, "a" if a.only else "w") as out:
         if not a.only:
             out.write(json.dumps({"meta": meta}) + "\n")
-        for target in targets(a.endpoint, a.data, work, a.quick):
+        for target in targets(a.endpoint, a.data, work, a.quick or a.default_flags):
             if a.only and target.name != a.only:
                 continue
             for label, args in workloads(a.quick):
+                if a.workloads and label not in a.workloads.split(","):
+                    continue
                 drop_caches()
                 log = open(work / f"{target.name}.log", "a")
                 proc = target.start(mnt, log)

@@ -2,18 +2,23 @@
 # Benchmarks of os2g against its peers (s3fs, rclone mount) and a local copy, side by side, in one run:
 # S3Proxy with injected latency, a deterministic dataset seeded through the S3 API (reused when
 # unchanged), every (target, workload) on a fresh mount with the page cache dropped.
-#   tests-integration/bench/run.sh [--quick] [--latency-ms N]
-# Writes tests-integration/bench/results.jsonl, docs/BENCHMARKS.md and docs/benchmarks.png.
+#   tests-integration/bench/run.sh [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--report NAME]
+# Writes tests-integration/bench/results.jsonl, docs/BENCHMARKS.md and docs/benchmarks.png (--report
+# NAME: docs/NAME.md and docs/NAME.png). --workloads small-4,small-4-hinted runs only those;
+# --default-flags runs each peer with its default flags only, at full size.
 set -euo pipefail
 here="$(cd "$(dirname "$(readlink -f "$0")")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
-quick=""; latency=10
+quick=""; latency=10; select=(); report_md="$root/docs/BENCHMARKS.md"; report_png="$root/docs/benchmarks.png"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick="--quick" ;;
     --latency-ms) latency="$2"; shift ;;
-    *) echo "usage: $0 [--quick] [--latency-ms N]" >&2; exit 2 ;;
+    --workloads) select+=(--workloads "$2"); shift ;;
+    --default-flags) select+=(--default-flags) ;;
+    --report) report_md="$root/docs/$2.md"; report_png="$root/docs/$2.png"; shift ;;
+    *) echo "usage: $0 [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--report NAME]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -44,5 +49,5 @@ echo "== seeding s3://bench ($small JPEGs, $large x 256 MiB, $tree tree objects)
 /usr/bin/python3 "$here/seed.py" "$endpoint" bench "$small" "$large" 256 "$tree"
 
 echo "== running (latency $latency ms${quick:+, quick})"
-/usr/bin/python3 "$here/bench.py" "$endpoint" "$data" "$here/results.jsonl" --latency-ms "$latency" $quick
-/usr/bin/python3 "$here/report.py" "$here/results.jsonl" --markdown "$root/docs/BENCHMARKS.md" --png "$root/docs/benchmarks.png"
+/usr/bin/python3 "$here/bench.py" "$endpoint" "$data" "$here/results.jsonl" --latency-ms "$latency" $quick "${select[@]}"
+/usr/bin/python3 "$here/report.py" "$here/results.jsonl" --markdown "$report_md" --png "$report_png"
