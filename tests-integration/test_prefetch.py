@@ -193,3 +193,15 @@ def test_prefetch_skips_paths_on_no_os2g_mount(tmp_path):
     local.write_bytes(b"x")
     assert os2g.prefetch([local]) == 0
     assert os2g.mount_root(local) is None
+
+
+def test_the_client_is_pip_installable(tmp_path):
+    source = tmp_path / "src"
+    subprocess.run(["cp", "-r", str(CLIENT), str(source)], check=True)
+    r = subprocess.run(["/usr/bin/python3", "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
+                        "--no-index", "--target", str(tmp_path / "site"), str(source)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(["/usr/bin/python3", "-c", "import os2g; print(os2g.__version__, os2g.Os2gSampler.__name__)"],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tmp_path / "site")}, cwd=tmp_path)
+    assert r.stdout.split() == ["0.1.0", "Os2gSampler"], r.stderr
+
