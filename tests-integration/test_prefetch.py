@@ -205,3 +205,13 @@ def test_the_client_is_pip_installable(tmp_path):
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tmp_path / "site")}, cwd=tmp_path)
     assert r.stdout.split() == ["0.1.0", "Os2gSampler"], r.stderr
 
+
+def test_the_sampler_hints_a_long_epoch_in_windows(monkeypatch):
+    sent = []
+    monkeypatch.setattr(os2g, "prefetch", lambda paths, replace=True: sent.append((list(paths), replace)))
+    sampler = os2g.Os2gSampler(list(reversed(range(10))), [f"f{i}" for i in range(10)])
+    monkeypatch.setattr(sampler, "WINDOW", 4)
+    assert list(sampler) == list(reversed(range(10)))
+    # the first window replaces the old epoch's; each next one goes out half a window before it is needed
+    assert sent == [(["f9", "f8", "f7", "f6"], True), (["f5", "f4", "f3", "f2"], False), (["f1", "f0"], False)]
+

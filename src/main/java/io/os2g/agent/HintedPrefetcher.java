@@ -15,6 +15,8 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Stages files in an order a loader announced: the paths written to {@code /.os2g/prefetch} (ahead
@@ -34,8 +36,15 @@ import java.util.concurrent.atomic.LongAdder;
  */
 final class HintedPrefetcher implements AutoCloseable {
 
+    private static final Logger LOG = LoggerFactory.getLogger(HintedPrefetcher.class);
+
     /** How far behind the readers' latest hinted open a hinted file may be before it counts as skipped. */
     static final int SKIP_BEHIND = 512;
+    /**
+     * Hinted files waiting their turn, at most: about 100 MiB of heap for keys and ETags. A longer list
+     * is cut (counted as dropped, logged once); the Python sampler writes an epoch in windows well below it.
+     */
+    static final int MAX_QUEUED = 1 << 18;
 
     enum Mode { AHEAD_OF_READERS, WARM }
 
@@ -87,6 +96,8 @@ final class HintedPrefetcher implements AutoCloseable {
     private final LongAdder openedBeforeStaged = new LongAdder();
     private final LongAdder skipped = new LongAdder();
     private final LongAdder failed = new LongAdder();
+    private final LongAdder dropped = new LongAdder();
+    private boolean droppedReported;
 
     HintedPrefetcher(Mode mode, ChunkFetcher fetcher, ExtentIndex index, ChunkLayout layout, long windowBytes, int maxInFlight) {
         this.mode = mode;
@@ -106,6 +117,7 @@ final class HintedPrefetcher implements AutoCloseable {
                 return;
             }
             if (replace) {
+                droppedReported = false;
                 queue.clear();
                 for (Entry e : ahead) {
                     e.dropped = true;
@@ -117,6 +129,15 @@ final class HintedPrefetcher implements AutoCloseable {
                 byInode.clear();
             }
             for (Node.File file : files) {
+                if (queue.size() >= MAX_QUEUED) {
+                    dropped.increment();
+                    if (!droppedReported) {
+                        droppedReported = true;
+                        LOG.warn("{} hints: more than {} files waiting; the rest of this list is dropped (write long lists in parts)",
+                                mode == Mode.WARM ? "warm" : "prefetch", MAX_QUEUED);
+                    }
+                    continue;
+                }
                 Entry entry = new Entry(file, nextPosition++, footprint(file));
                 queue.addLast(entry);
                 byInode.put(file.inode(), entry);
@@ -284,6 +305,7 @@ final class HintedPrefetcher implements AutoCloseable {
         m.put("files_staged", staged.sum());
         m.put("bytes_staged", stagedBytes.sum());
         m.put("files_failed", failed.sum());
+        m.put("files_dropped", dropped.sum());
         if (mode == Mode.AHEAD_OF_READERS) {
             m.put("staged_before_open", stagedBeforeOpen.sum());
             m.put("opened_before_staged", openedBeforeStaged.sum());

@@ -31,6 +31,8 @@ public final class SocketLink implements AgentLink {
 
     private static final Logger LOG = LoggerFactory.getLogger(SocketLink.class);
     private static final Duration RECONNECT_EVERY = Duration.ofSeconds(1);
+    /** Hinted inodes remembered at most (the agent keeps as many hinted files waiting). */
+    private static final int MAX_HINTED = 1 << 18;
 
     private final Path socket;
     private final MountSpec spec;
@@ -327,7 +329,12 @@ public final class SocketLink implements AgentLink {
             if (request.replace()) {
                 hinted.clear();
             }
-            request.files().forEach(f -> hinted.add(f.inode()));
+            for (OpenRequest f : request.files()) {
+                if (hinted.size() >= MAX_HINTED) {
+                    break; // the agent keeps no more than this waiting either; later opens go with their first read
+                }
+                hinted.add(f.inode());
+            }
         }
         try {
             connection.wire.send(ids.getAndIncrement(), new Message.Prefetch(request));

@@ -190,6 +190,18 @@ class HintedPrefetcherTest {
     }
 
     @Test
+    void aListLongerThanTheQueueIsCutAndCounted() {
+        start(1);
+        List<Node.File> many = new ArrayList<>();
+        for (int i = 0; i < HintedPrefetcher.MAX_QUEUED + 100; i++) {
+            many.add(new Node.File(1_000_000L + i, "never/fetched/" + i, 0, "e", 0)); // empty: nothing to GET
+        }
+        agent.prefetch(many, true, true);
+        assertEquals((long) HintedPrefetcher.MAX_QUEUED + 100, agent.warmCounters().get("files"));
+        assertEquals(100L, agent.warmCounters().get("files_dropped"));
+    }
+
+    @Test
     void closingLetsGoOfEveryPin() throws Exception {
         start(4);
         agent.prefetch(files("train", 10, 1000), true, false);
