@@ -48,10 +48,11 @@ public final class Os2gFileSystem implements FuseOperations {
     private final AgentLink link;
     private final FsConfig config;
     private final ReadMetrics metrics;
-    private volatile boolean shadowReported;
     private final StagedReader reader;
     private final ConcurrentHashMap<Long, OpenHandle> handles = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
+    /** Whether a bucket's own {@code .os2g/} was logged as hidden by the control directory (once). */
+    private volatile boolean shadowReported;
 
     private final org.cryptomator.jfuse.api.Errno errnos;
     private final ControlFiles control;
