@@ -112,6 +112,8 @@ def test_the_control_directory_is_hidden_and_a_key_under_it_is_reported_shadowed
 
 
 def test_warm_refuses_more_than_the_staging_region_then_stages_with_progress(small_mount):
+    r = run_os2g("warm", "--help")
+    assert r.returncode == 0 and "--partial" in r.stdout, r.stdout + r.stderr
     r = run_os2g("warm", str(small_mount.path / "train"))
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "--partial" in r.stderr, r.stderr

@@ -7,10 +7,14 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 @Command(name = "stats", description = "Print a mount's counters (MOUNTPOINT/.os2g/stats, JSON).")
 final class StatsCommand implements Callable<Integer> {
+
+    @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
+    boolean help;
 
     @Parameters(index = "0", paramLabel = "MOUNTPOINT")
     Path mountPoint;

@@ -27,7 +27,9 @@ import picocli.CommandLine.Parameters;
  * through the mount's {@code /.os2g/warm} control file, and follows the agent's progress in
  * {@code /.os2g/stats}. Counters are the mount's: two warms of one mount at once see each other's.
  */
-@Command(name = "warm", description = "Stage files and directories of an os2g mount before they are read, with progress.")
+@Command(name = "warm", usageHelpAutoWidth = true, description = {
+        "Stage files and directories of an os2g mount before they are read, with progress.",
+        "Refuses more than the staging region holds unless --partial."})
 final class WarmCommand implements Callable<Integer> {
 
     private static final Duration POLL = Duration.ofMillis(200);
@@ -36,6 +38,9 @@ final class WarmCommand implements Callable<Integer> {
 
     @Parameters(arity = "1..*", paramLabel = "PATH", description = "Files or directories under one os2g mount.")
     List<Path> paths;
+
+    @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
+    boolean help;
 
     @Option(names = "--partial", description = "Stage as much as the staging region holds (in walk order) when the files do not all fit.")
     boolean partial;
