@@ -13,7 +13,6 @@ import io.os2g.staging.StagingDirectory;
 import io.os2g.staging.StagingRegion;
 import io.os2g.store.MinioObjectStore;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -70,15 +69,8 @@ final class AgentSessions implements AgentSession.Factory {
 
         @Override
         public String statsJson() {
-            Map<String, Object> agentPart = new LinkedHashMap<>();
-            agentPart.put("gets", store.getCount());
-            agentPart.put("retries", store.retryCount());
-            agentPart.put("fetched_bytes", agent.fetchedBytes());
-            agentPart.put("failed_fetches", agent.failedFetches());
-            agentPart.put("prefetched_files", agent.prefetchedFiles());
+            Map<String, Object> agentPart = GatewayStats.agent(store, agent, index);
             agentPart.put("cpu_seconds", Stats.processCpuSeconds());
-            GatewayStats.prefetch(agent, agentPart);
-            agentPart.put("staging", GatewayStats.staging(index));
             return Stats.json(agentPart);
         }
 

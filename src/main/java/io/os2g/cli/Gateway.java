@@ -14,7 +14,6 @@ import io.os2g.staging.ExtentIndex;
 import io.os2g.staging.StagingRegion;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.metrics.Stats;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
@@ -71,15 +70,7 @@ final class Gateway implements AutoCloseable {
             Backend backend = new Backend() {
                 @Override
                 public Map<String, Object> stats() {
-                    Map<String, Object> m = new LinkedHashMap<>();
-                    m.put("gets", store.getCount());
-                    m.put("retries", store.retryCount());
-                    m.put("fetched_bytes", agent.fetchedBytes());
-                    m.put("failed_fetches", agent.failedFetches());
-                    m.put("prefetched_files", agent.prefetchedFiles());
-                    GatewayStats.prefetch(agent, m);
-                    m.put("staging", GatewayStats.staging(index));
-                    return m;
+                    return GatewayStats.agent(store, agent, index);
                 }
 
                 @Override

@@ -4,6 +4,7 @@ import io.os2g.agent.Agent;
 import io.os2g.metrics.ReadMetrics;
 import io.os2g.metrics.Stats;
 import io.os2g.staging.ExtentIndex;
+import io.os2g.store.MinioObjectStore;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -16,13 +17,21 @@ final class GatewayStats {
     private GatewayStats() {
     }
 
-    /** The agent's counters of hinted and warmed files. */
-    static void prefetch(Agent agent, Map<String, Object> into) {
-        into.put("prefetch", agent.hintCounters());
-        into.put("warm", agent.warmCounters());
+    /** The agent's part of the document: its store's requests, its fetches and prefetching, its staging region. */
+    static Map<String, Object> agent(MinioObjectStore store, Agent agent, ExtentIndex index) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("gets", store.getCount());
+        m.put("retries", store.retryCount());
+        m.put("fetched_bytes", agent.fetchedBytes());
+        m.put("failed_fetches", agent.failedFetches());
+        m.put("prefetched_files", agent.prefetchedFiles());
+        m.put("prefetch", agent.hintCounters());
+        m.put("warm", agent.warmCounters());
+        m.put("staging", staging(index));
+        return m;
     }
 
-    static Map<String, Object> staging(ExtentIndex index) {
+    private static Map<String, Object> staging(ExtentIndex index) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("capacity_bytes", index.capacityBytes());
         m.put("page_bytes", index.pageSize());
