@@ -1,7 +1,5 @@
 package io.os2g.store;
 
-import io.minio.GetObjectArgs;
-import io.minio.GetObjectResponse;
 import io.minio.ListObjectsArgs;
 import io.minio.MinioClient;
 import io.minio.Result;
@@ -31,7 +29,10 @@ import okhttp3.OkHttpClient;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** {@link ObjectStore} over the MinIO Java client, with deadlines and bounded retries. */
+/**
+ * {@link ObjectStore} over the MinIO Java client (listings) and {@link RangedGet} (reads), with deadlines and
+ * bounded retries.
+ */
 public final class MinioObjectStore implements ObjectStore {
 
     private static final Logger LOG = LoggerFactory.getLogger(MinioObjectStore.class);
@@ -42,6 +43,7 @@ public final class MinioObjectStore implements ObjectStore {
     private final StoreConfig config;
     private final MinioClient client;
     private final OkHttpClient http;
+    private final RangedGet rangedGet;
     private final LongAdder gets = new LongAdder();
     private final LongAdder retries = new LongAdder();
 
@@ -77,6 +79,7 @@ public final class MinioObjectStore implements ObjectStore {
         } else {
             client.disableVirtualStyleEndpoint();
         }
+        this.rangedGet = new RangedGet(http, client, config);
     }
 
     private static OkHttpClient withTls(OkHttpClient http, StoreConfig config) {
@@ -105,6 +108,11 @@ public final class MinioObjectStore implements ObjectStore {
     @Override
     public String bucket() {
         return config.bucket();
+    }
+
+    /** The URL a read of {@code key} is sent to. */
+    okhttp3.HttpUrl objectUrl(String key) {
+        return rangedGet.url(key);
     }
 
     /** GET requests sent, retries included. */
@@ -160,17 +168,8 @@ public final class MinioObjectStore implements ObjectStore {
     public void read(String key, long offset, long length, String etag, BodyReader reader) {
         withRetries("get", key, () -> {
             gets.increment();
-            GetObjectArgs.Builder args = GetObjectArgs.builder()
-                    .bucket(config.bucket())
-                    .object(key)
-                    .offset(offset)
-                    .length(length);
-            if (!etag.isEmpty()) {
-                // a listing without ETags (some gateways) cannot pin the version; read what is there
-                args.matchETag(etag);
-            }
-            try (GetObjectResponse body = client.getObject(args.build())) {
-                reader.read(body);
+            try {
+                rangedGet.read(key, offset, length, etag, reader);
             } catch (Exception e) {
                 throw classify(e, key + " [" + offset + ", +" + length + ")");
             }
@@ -207,23 +206,7 @@ public final class MinioObjectStore implements ObjectStore {
         }
         if (e instanceof ErrorResponseException ere) {
             String code = ere.errorResponse().code();
-            int status = ere.response() == null ? 0 : ere.response().code();
-            StoreException.Kind kind = switch (code == null ? "" : code) {
-                case "NoSuchKey" -> StoreException.Kind.NOT_FOUND;
-                case "NoSuchBucket" -> StoreException.Kind.NO_SUCH_BUCKET;
-                case "AccessDenied", "AllAccessDisabled" -> StoreException.Kind.ACCESS_DENIED;
-                case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
-                     "AuthorizationHeaderMalformed", "InvalidSecurity" -> StoreException.Kind.BAD_CREDENTIALS;
-                case "PreconditionFailed" -> StoreException.Kind.CHANGED;
-                case "SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "Throttling" ->
-                        StoreException.Kind.UNAVAILABLE;
-                default -> status == 412 ? StoreException.Kind.CHANGED
-                        : status == 404 ? StoreException.Kind.NOT_FOUND
-                        : status == 403 ? StoreException.Kind.ACCESS_DENIED
-                        : status >= 500 ? StoreException.Kind.UNAVAILABLE
-                        : StoreException.Kind.PROTOCOL;
-            };
-            return new StoreException(kind, code + " (HTTP " + status + "): " + where, null);
+            return RangedGet.failure(ere.response() == null ? 0 : ere.response().code(), code == null ? "" : code, where);
         }
         if (e instanceof ServerException se) {
             return new StoreException(StoreException.Kind.UNAVAILABLE,

@@ -1,0 +1,181 @@
+package io.os2g.store;
+
+import io.minio.GetPresignedObjectUrlArgs;
+import io.minio.MinioClient;
+import io.minio.S3Escaper;
+import io.minio.Signer;
+import io.minio.http.Method;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import okhttp3.HttpUrl;
+import okhttp3.OkHttpClient;
+import okhttp3.Request;
+import okhttp3.Response;
+import okhttp3.ResponseBody;
+
+/**
+ * One ranged GET as a single synchronous OkHttp call, signed with the MinIO client's SigV4 {@link Signer}.
+ *
+ * <p>Why not {@code MinioClient.getObject}: it dispatches every call on OkHttp's dispatcher threads and
+ * hands the response back through a future, builds its arguments and headers through several layers, and
+ * cost 0.6-0.85 ms of CPU per 125 KB GET against 0.44 ms this way (1.3 against 2.0 ms in a cold JVM). The
+ * agent's CPU per small file is what bounds a shuffled epoch. The MinIO client still builds the URL: the
+ * bucket's base URL is taken once from a presigned URL, so path or virtual-host style and AWS's regional
+ * host names are exactly what the client would use.
+ */
+final class RangedGet {
+
+    private static final DateTimeFormatter AMZ_DATE =
+            DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'", Locale.US).withZone(ZoneOffset.UTC);
+    /** SHA-256 of an empty body; plain http needs the real hash, https could say UNSIGNED-PAYLOAD. */
+    private static final String EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    private static final Pattern CONTENT_RANGE = Pattern.compile("bytes (\\d+)-(\\d+)/(\\d+|\\*)");
+    private static final Pattern ERROR_CODE = Pattern.compile("<Code>([^<]{1,128})</Code>");
+    private static final int MAX_ERROR_BODY = 16 * 1024;
+
+    private final OkHttpClient http;
+    private final String region;
+    private final Credentials credentials;
+    private final String bucket;
+    private final HttpUrl bucketUrl;
+    private final String hostHeader;
+
+    RangedGet(OkHttpClient http, MinioClient client, StoreConfig config) {
+        this.http = http;
+        this.bucket = config.bucket();
+        this.region = config.region();
+        this.credentials = config.credentials();
+        this.bucketUrl = bucketUrl(client, config.bucket());
+        this.hostHeader = bucketUrl.port() == HttpUrl.defaultPort(bucketUrl.scheme())
+                ? bucketUrl.host() : bucketUrl.host() + ":" + bucketUrl.port();
+    }
+
+    /** The URL of the bucket's root as the MinIO client addresses it, with a trailing slash. */
+    private static HttpUrl bucketUrl(MinioClient client, String bucket) {
+        String probeKey = "k";
+        try {
+            String presigned = client.getPresignedObjectUrl(GetPresignedObjectUrlArgs.builder()
+                    .method(Method.GET).bucket(bucket).object(probeKey).expiry(60).build());
+            HttpUrl url = HttpUrl.get(presigned);
+            String path = url.encodedPath();
+            return url.newBuilder().query(null)
+                    .encodedPath(path.substring(0, path.length() - probeKey.length()))
+                    .build();
+        } catch (Exception e) {
+            throw new StoreException(StoreException.Kind.PROTOCOL,
+                    "cannot build the URL of bucket " + bucket + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The URL of {@code key}, encoded as the MinIO client encodes keys (and signs them). */
+    HttpUrl url(String key) {
+        return bucketUrl.newBuilder().addEncodedPathSegments(S3Escaper.encodePath(key)).build();
+    }
+
+    /**
+     * Sends the GET for {@code [offset, offset + length)} (If-Match {@code etag} unless empty) and hands its
+     * body to {@code reader}. Throws {@link StoreException} for an answer that is not the range asked for,
+     * and {@link IOException} for a transport failure.
+     */
+    void read(String key, long offset, long length, String etag, ObjectStore.BodyReader reader)
+            throws IOException {
+        Request.Builder request = new Request.Builder()
+                .url(url(key))
+                .get()
+                .header("Host", hostHeader)
+                // without it OkHttp asks for gzip and inflates transparently: a range of the object, not of the body
+                .header("Accept-Encoding", "identity")
+                .header("Range", "bytes=" + offset + "-" + (offset + length - 1));
+        if (!etag.isEmpty()) {
+            request.header("If-Match", "\"" + etag + "\"");
+        }
+        String what = "bucket=" + bucket + ", key=" + key + " [" + offset + ", +" + length + ")";
+        try (Response response = http.newCall(sign(request)).execute()) {
+            int status = response.code();
+            if (status == 206 || status == 200) {
+                checkRange(response, what, offset, length);
+                try (InputStream body = response.body().byteStream()) {
+                    reader.read(body);
+                }
+                return;
+            }
+            throw failure(status, errorCode(response.body()), what);
+        }
+    }
+
+    private Request sign(Request.Builder request) {
+        if (credentials.isAnonymous()) {
+            return request.build();
+        }
+        request.header("x-amz-date", AMZ_DATE.format(ZonedDateTime.now(ZoneOffset.UTC)))
+                .header("x-amz-content-sha256", EMPTY_SHA256);
+        if (credentials.sessionToken() != null && !credentials.sessionToken().isEmpty()) {
+            request.header("X-Amz-Security-Token", credentials.sessionToken());
+        }
+        try {
+            return Signer.signV4S3(request.build(), region, credentials.accessKeyId(),
+                    credentials.secretAccessKey(), EMPTY_SHA256);
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("HmacSHA256 or SHA-256 missing from this JDK", e);
+        }
+    }
+
+    /** A body that does not start at {@code offset} would be wrong bytes: refuse it. */
+    private static void checkRange(Response response, String what, long offset, long length) {
+        String contentRange = response.header("Content-Range");
+        if (response.code() == 200) {
+            // a server that ignores Range sends the whole object: right only when the range starts at 0
+            if (offset == 0) {
+                return;
+            }
+            throw new StoreException(StoreException.Kind.PROTOCOL,
+                    "server ignored the Range header (HTTP 200 for bytes " + offset + "-): " + what, null);
+        }
+        Matcher m = contentRange == null ? null : CONTENT_RANGE.matcher(contentRange);
+        if (m == null || !m.matches() || Long.parseLong(m.group(1)) != offset
+                || Long.parseLong(m.group(2)) < offset + length - 1) {
+            throw new StoreException(StoreException.Kind.PROTOCOL, "Content-Range " + contentRange
+                    + " is not the range asked for (" + offset + "-" + (offset + length - 1) + "): " + what, null);
+        }
+    }
+
+    /** The S3 error code of an error response's XML body, or "" (an HTML page from a load balancer). */
+    private static String errorCode(ResponseBody body) {
+        try {
+            byte[] head = body.source().peek().readByteArray(Math.min(MAX_ERROR_BODY,
+                    body.contentLength() < 0 ? MAX_ERROR_BODY : body.contentLength()));
+            Matcher m = ERROR_CODE.matcher(new String(head, StandardCharsets.UTF_8));
+            return m.find() ? m.group(1) : "";
+        } catch (IOException | RuntimeException e) {
+            return "";
+        }
+    }
+
+    /** The kind of failure an S3 error code or, without one, an HTTP status means. */
+    static StoreException failure(int status, String code, String what) {
+        StoreException.Kind kind = switch (code) {
+            case "NoSuchKey" -> StoreException.Kind.NOT_FOUND;
+            case "NoSuchBucket" -> StoreException.Kind.NO_SUCH_BUCKET;
+            case "AccessDenied", "AllAccessDisabled" -> StoreException.Kind.ACCESS_DENIED;
+            case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
+                 "AuthorizationHeaderMalformed", "InvalidSecurity" -> StoreException.Kind.BAD_CREDENTIALS;
+            case "PreconditionFailed" -> StoreException.Kind.CHANGED;
+            case "SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "Throttling" ->
+                    StoreException.Kind.UNAVAILABLE;
+            default -> status == 412 ? StoreException.Kind.CHANGED
+                    : status == 404 ? StoreException.Kind.NOT_FOUND
+                    : status == 403 ? StoreException.Kind.ACCESS_DENIED
+                    : status >= 500 || status == 429 ? StoreException.Kind.UNAVAILABLE
+                    : StoreException.Kind.PROTOCOL;
+        };
+        return new StoreException(kind, (code.isEmpty() ? "" : code + " ") + "(HTTP " + status + "): " + what, null);
+    }
+}
