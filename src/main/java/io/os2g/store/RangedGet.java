@@ -128,7 +128,11 @@ final class RangedGet {
         }
     }
 
-    /** A body that does not start at {@code offset} would be wrong bytes: refuse it. */
+    /**
+     * A body that does not start at {@code offset} would be wrong bytes: refuse it. A 206 without
+     * Content-Range is taken at its word (S3Proxy's filesystem backend sends one for a range that is the
+     * whole object); a Content-Range that is present must be the range asked for.
+     */
     private static void checkRange(Response response, String what, long offset, long length) {
         String contentRange = response.header("Content-Range");
         if (response.code() == 200) {
@@ -139,9 +143,11 @@ final class RangedGet {
             throw new StoreException(StoreException.Kind.PROTOCOL,
                     "server ignored the Range header (HTTP 200 for bytes " + offset + "-): " + what, null);
         }
-        Matcher m = contentRange == null ? null : CONTENT_RANGE.matcher(contentRange);
-        if (m == null || !m.matches() || Long.parseLong(m.group(1)) != offset
-                || Long.parseLong(m.group(2)) < offset + length - 1) {
+        if (contentRange == null) {
+            return;
+        }
+        Matcher m = CONTENT_RANGE.matcher(contentRange);
+        if (!m.matches() || Long.parseLong(m.group(1)) != offset || Long.parseLong(m.group(2)) < offset + length - 1) {
             throw new StoreException(StoreException.Kind.PROTOCOL, "Content-Range " + contentRange
                     + " is not the range asked for (" + offset + "-" + (offset + length - 1) + "): " + what, null);
         }
