@@ -2,6 +2,7 @@ package io.os2g.cli;
 
 import io.os2g.agent.Agent;
 import io.os2g.agent.AgentConfig;
+import io.os2g.agent.TarExpandingStore;
 import io.os2g.link.AgentSession;
 import io.os2g.link.MountSpec;
 import io.os2g.link.StagingLayout;
@@ -12,6 +13,7 @@ import io.os2g.staging.StagingConfig;
 import io.os2g.staging.StagingDirectory;
 import io.os2g.staging.StagingRegion;
 import io.os2g.store.MinioObjectStore;
+import io.os2g.store.ObjectStore;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -45,10 +47,12 @@ final class AgentSessions implements AgentSession.Factory {
             region = StagingRegion.create(staging);
             ExtentIndex index = new ExtentIndex(region, spec.chunkSize());
             Duration ttl = spec.metadataTtlSeconds() < 0 ? null : Duration.ofSeconds(spec.metadataTtlSeconds());
-            Namespace namespace = new Namespace(client, spec.prefix(), ttl);
+            TarExpandingStore tars = spec.expandTar() ? new TarExpandingStore(client) : null;
+            ObjectStore objects = tars != null ? tars : client;
+            Namespace namespace = new Namespace(objects, spec.prefix(), ttl);
             AgentConfig config = new AgentConfig(spec.chunkSize(), Math.min(AgentConfig.DEFAULT_INITIAL_READAHEAD, spec.maxReadahead()),
                     spec.maxReadahead(), maxFetches, spec.dirPrefetch());
-            return new Session(new Agent(client, index, config, namespace), client, region, index, namespace);
+            return new Session(new Agent(objects, index, config, namespace), client, tars, region, index, namespace);
         } catch (RuntimeException e) {
             if (region != null) {
                 region.close();
@@ -58,7 +62,7 @@ final class AgentSessions implements AgentSession.Factory {
         }
     }
 
-    private record Session(Agent agent, MinioObjectStore store, StagingRegion region, ExtentIndex index,
+    private record Session(Agent agent, MinioObjectStore store, TarExpandingStore tars, StagingRegion region, ExtentIndex index,
                            Namespace namespace) implements AgentSession {
 
         @Override
@@ -69,7 +73,7 @@ final class AgentSessions implements AgentSession.Factory {
 
         @Override
         public String statsJson() {
-            Map<String, Object> agentPart = GatewayStats.agent(store, agent, index);
+            Map<String, Object> agentPart = GatewayStats.agent(store, tars, agent, index);
             agentPart.put("cpu_seconds", Stats.processCpuSeconds());
             return Stats.json(agentPart);
         }

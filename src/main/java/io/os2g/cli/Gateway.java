@@ -12,7 +12,9 @@ import io.os2g.namespace.Namespace;
 import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
 import io.os2g.staging.StagingRegion;
+import io.os2g.agent.TarExpandingStore;
 import io.os2g.store.MinioObjectStore;
+import io.os2g.store.ObjectStore;
 import io.os2g.metrics.Stats;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -65,12 +67,14 @@ final class Gateway implements AutoCloseable {
         Gateway gateway;
         try {
             ExtentIndex index = new ExtentIndex(region, config.agent().chunkSize());
-            Namespace namespace = new Namespace(store, config.prefix(), config.metadataTtl());
-            Agent agent = new Agent(store, index, config.agent(), namespace);
+            TarExpandingStore tars = config.expandTar() ? new TarExpandingStore(store) : null;
+            ObjectStore objects = tars != null ? tars : store;
+            Namespace namespace = new Namespace(objects, config.prefix(), config.metadataTtl());
+            Agent agent = new Agent(objects, index, config.agent(), namespace);
             Backend backend = new Backend() {
                 @Override
                 public Map<String, Object> stats() {
-                    return GatewayStats.agent(store, agent, index);
+                    return GatewayStats.agent(store, tars, agent, index);
                 }
 
                 @Override

@@ -84,6 +84,10 @@ final class MountCommand implements Callable<Integer> {
             description = "Small files of a directory being read through to stage ahead of their open; 0 turns it off (default: ${DEFAULT-VALUE}).")
     int dirPrefetch;
 
+    @Option(names = "--expand-tar",
+            description = "Show each object NAME.tar also as a directory NAME.tar.d/ of its members (regular files and directories).")
+    boolean expandTar;
+
     @Option(names = "--fsname", paramLabel = "NAME", description = "Source name shown in /proc/mounts and df (default: os2g:BUCKET[/PREFIX]).")
     String fsname;
 
@@ -149,7 +153,8 @@ final class MountCommand implements Callable<Integer> {
         try {
             link = SocketLink.connect(config.agentSocket(), new MountSpec(config.bucket(), config.prefix(),
                     config.staging().capacity(), config.agent().chunkSize(), config.agent().maxReadahead(),
-                    config.agent().directoryPrefetch(), config.metadataTtl() == null ? -1 : config.metadataTtl().toSeconds()),
+                    config.agent().directoryPrefetch(), config.metadataTtl() == null ? -1 : config.metadataTtl().toSeconds(),
+                    config.expandTar()),
                     config.fs().readDeadline());
         } catch (LinkException e) {
             throw new UsageError(e.getMessage());
@@ -222,7 +227,7 @@ final class MountCommand implements Callable<Integer> {
             }
         }
         return new MountConfig(storeConfig, bucket, prefix, ttl, stagingConfig, agentConfig, fs, mount, options,
-                agent == null ? null : agentSocket(agent));
+                agent == null ? null : agentSocket(agent), expandTar);
     }
 
     /** The socket path of {@code unix:PATH}. */

@@ -5,7 +5,7 @@ import picocli.CommandLine.Command;
 
 /** {@code os2g}: the entry point. */
 @Command(name = "os2g", mixinStandardHelpOptions = true, versionProvider = Os2g.Version.class,
-        subcommands = {MountCommand.class, AgentCommand.class, StatsCommand.class, WarmCommand.class, DemoCommand.class, S3ServerCommand.class},
+        subcommands = {MountCommand.class, AgentCommand.class, StatsCommand.class, WarmCommand.class, IndexCommand.class, DemoCommand.class, S3ServerCommand.class},
         description = {"Mount S3-compatible buckets read-only for GPU training: FUSE shim, object-store agent, shared-memory staging."})
 public final class Os2g implements Runnable {
 

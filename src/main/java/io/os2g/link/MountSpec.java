@@ -5,7 +5,8 @@ package io.os2g.link;
  * a staging region of that size and chunk layout, and a namespace with that TTL.
  *
  * @param metadataTtlSeconds how long listings are trusted; -1 for forever
+ * @param expandTar show each {@code NAME.tar} object also as a directory {@code NAME.tar.d/} of its members
  */
 public record MountSpec(String bucket, String prefix, long stagingSize, long chunkSize, long maxReadahead,
-                        int dirPrefetch, long metadataTtlSeconds) {
+                        int dirPrefetch, long metadataTtlSeconds, boolean expandTar) {
 }

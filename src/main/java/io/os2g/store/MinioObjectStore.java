@@ -2,6 +2,7 @@ package io.os2g.store;
 
 import io.minio.ListObjectsArgs;
 import io.minio.MinioClient;
+import io.minio.PutObjectArgs;
 import io.minio.Result;
 import io.minio.credentials.StaticProvider;
 import io.minio.errors.ErrorResponseException;
@@ -172,6 +173,22 @@ public final class MinioObjectStore implements ObjectStore {
                 rangedGet.read(key, offset, length, etag, reader);
             } catch (Exception e) {
                 throw classify(e, key + " [" + offset + ", +" + length + ")");
+            }
+            return null;
+        });
+    }
+
+    /**
+     * Uploads {@code body} as {@code key} (one PUT, retried like a read). Only {@code os2g index} writes to a
+     * bucket: a mount never does.
+     */
+    public void put(String key, byte[] body, String contentType) {
+        withRetries("put", key, () -> {
+            try {
+                client.putObject(PutObjectArgs.builder().bucket(config.bucket()).object(key)
+                        .stream(new java.io.ByteArrayInputStream(body), body.length, -1).contentType(contentType).build());
+            } catch (Exception e) {
+                throw classify(e, key);
             }
             return null;
         });

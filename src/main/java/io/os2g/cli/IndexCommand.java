@@ -1,0 +1,85 @@
+package io.os2g.cli;
+
+import io.os2g.codec.RangeSource;
+import io.os2g.codec.TarIndex;
+import io.os2g.store.MinioObjectStore;
+import io.os2g.store.ObjectSummary;
+import java.io.ByteArrayOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code os2g index BUCKET/KEY.tar}: writes the sidecar index {@code KEY.tar.idx} beside a tar, so that
+ * {@code --expand-tar} lists its members with one small GET instead of walking its headers.
+ */
+@Command(name = "index", mixinStandardHelpOptions = true,
+        description = {"Write the sidecar index KEY.tar.idx of a tar object (its members' paths, offsets and sizes),",
+                "so that mounts with --expand-tar list the tar without reading its headers. Format: docs/TAR.md."})
+final class IndexCommand implements Callable<Integer> {
+
+    @Parameters(index = "0", paramLabel = "BUCKET/KEY.tar", description = "The tar object to index.")
+    String source;
+
+    @Option(names = "--output", paramLabel = "FILE", description = "Write the index to FILE ('-': standard output) instead of uploading it as KEY.tar.idx.")
+    String output;
+
+    @Mixin
+    StoreOptions store = new StoreOptions();
+
+    @Override
+    public Integer call() throws IOException {
+        int slash = source.indexOf('/');
+        if (slash <= 0 || !source.endsWith(".tar") || source.length() - slash - 1 <= ".tar".length()) {
+            throw new UsageError("expected BUCKET/KEY.tar, the key of a tar object: " + source);
+        }
+        String bucket = source.substring(0, slash);
+        String key = source.substring(slash + 1);
+        try (MinioObjectStore objects = new MinioObjectStore(store.config(bucket))) {
+            ObjectSummary tar = find(objects, key);
+            long start = System.nanoTime();
+            RangeSource reads = (position, target, offset, length) -> objects.read(key, position, length, tar.etag(), in -> {
+                if (in.readNBytes(target, offset, length) != length) {
+                    throw new EOFException("body ended early");
+                }
+            });
+            TarIndex index = TarIndex.fromHeaders(reads, tar.size());
+            if (index.problem() != null) {
+                System.err.println("os2g: " + key + " is corrupt (" + index.problem() + "): no index written");
+                return 1;
+            }
+            ByteArrayOutputStream text = new ByteArrayOutputStream();
+            index.writeSidecar(text, tar.size(), tar.etag());
+            String target;
+            if (output == null) {
+                objects.put(key + ".idx", text.toByteArray(), "application/x-ndjson");
+                target = "s3://" + bucket + "/" + key + ".idx";
+            } else if (output.equals("-")) {
+                System.out.write(text.toByteArray());
+                System.out.flush();
+                target = "standard output";
+            } else {
+                Files.write(Path.of(output), text.toByteArray());
+                target = output;
+            }
+            System.err.printf("indexed %d files (%d other members skipped) of %s (%s) in %.1f s -> %s%n", index.fileCount(),
+                    index.skipped(), key, Sizes.format(tar.size()), (System.nanoTime() - start) / 1e9, target);
+            return 0;
+        } catch (UncheckedIOException e) {
+            throw e.getCause();
+        }
+    }
+
+    private static ObjectSummary find(MinioObjectStore objects, String key) {
+        String parent = key.substring(0, key.lastIndexOf('/') + 1);
+        return objects.list(parent).objects().stream().filter(o -> o.key().equals(key)).findFirst()
+                .orElseThrow(() -> new UsageError("no object " + key + " in bucket " + objects.bucket()));
+    }
+}
