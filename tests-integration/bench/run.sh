@@ -48,6 +48,12 @@ endpoint="$(awk '/^endpoint /{print $2}' "$server_log")"
 echo "== seeding s3://bench ($small JPEGs, $large x 256 MiB, $tree tree objects) at $endpoint"
 /usr/bin/python3 "$here/seed.py" "$endpoint" bench "$small" "$large" 256 "$tree"
 
+echo "== indexing the tar shards (os2g index: sidecar indexes, as a user of --expand-tar would)"
+for shard in $(seq 0 7); do
+  AWS_ACCESS_KEY_ID=os2g-demo AWS_SECRET_ACCESS_KEY=os2g-demo-secret \
+    "$root/os2g" index "bench/shards/train-00$shard.tar" --endpoint "$endpoint"
+done
+
 echo "== running (latency $latency ms${quick:+, quick})"
 /usr/bin/python3 "$here/bench.py" "$endpoint" "$data" "$here/results.jsonl" --latency-ms "$latency" $quick "${select[@]}"
 /usr/bin/python3 "$here/report.py" "$here/results.jsonl" --markdown "$report_md" --png "$report_png"

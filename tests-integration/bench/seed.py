@@ -14,19 +14,44 @@ import boto3
 from botocore.config import Config
 
 
+def seed_shards(s3, bucket, small, shards):
+    """The small JPEGs, read back from the bucket, packed into tar shards (GNU format) with their own paths."""
+    import io
+    import tarfile
+    for k in range(shards):
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tar:
+            for i in range(k, small, shards):
+                path = f"class_{i % 10:02d}/img_{i:05d}.jpg"
+                body = s3.get_object(Bucket=bucket, Key="small/" + path)["Body"].read()
+                info = tarfile.TarInfo(path)
+                info.size = len(body)
+                info.mtime = 1_700_000_000
+                tar.addfile(info, io.BytesIO(body))
+        out.seek(0)
+        s3.upload_fileobj(out, bucket, f"shards/train-{k:03d}.tar")
+    print(f"seeded {shards} tar shards of the {small} small files", file=sys.stderr)
+
+
 def main():
     endpoint, bucket = sys.argv[1], sys.argv[2]
     small, large, large_mib, tree = map(int, sys.argv[3:7])
     # version 2: the small files are real JPEGs (random pixels, ~125 KB), so loaders can decode them
     spec = {"small": small, "large": large, "large_mib": large_mib, "tree": tree, "version": 3}
+    # the small JPEGs again as 8 tar shards (shards/train-00K.tar, file i in shard i % 8), for --expand-tar
+    shards = 8
     s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="os2g-demo",
                       aws_secret_access_key="os2g-demo-secret", region_name="us-east-1",
                       config=Config(max_pool_connections=32, retries={"max_attempts": 5}))
     try:
         s3.head_bucket(Bucket=bucket)
         manifest = json.loads(s3.get_object(Bucket=bucket, Key="manifest.json")["Body"].read())
-        if manifest == spec:
+        if manifest == {**spec, "shards": shards}:
             print("dataset already seeded", file=sys.stderr)
+            return
+        if manifest == spec:  # seeded before the shards existed: add them only
+            seed_shards(s3, bucket, small, shards)
+            s3.put_object(Bucket=bucket, Key="manifest.json", Body=json.dumps({**spec, "shards": shards}).encode())
             return
     except Exception:
         pass
@@ -67,7 +92,8 @@ def main():
         import io
         data = io.BytesIO(chunk * large_mib)
         s3.upload_fileobj(data, bucket, f"large/shard-{i}.bin")
-    s3.put_object(Bucket=bucket, Key="manifest.json", Body=json.dumps(spec).encode())
+    seed_shards(s3, bucket, small, shards)
+    s3.put_object(Bucket=bucket, Key="manifest.json", Body=json.dumps({**spec, "shards": shards}).encode())
     print(f"seeded {small} small, {large} x {large_mib} MiB, {tree} tree objects", file=sys.stderr)
 
 

@@ -5,6 +5,7 @@ the gateway process's CPU seconds (utime + stime from /proc) and peak RSS (VmHWM
 """
 
 import argparse
+import glob
 import json
 import os
 import random
@@ -100,13 +101,20 @@ def main():
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--limit", type=int, default=0, help="read only this many files (small, dataloader)")
     ap.add_argument("--tree", default="tree", help="directory to walk")
+    ap.add_argument("--tar", action="store_true",
+                    help="small: read the members of MOUNT/shards/*.tar.d (an os2g --expand-tar mount) instead of MOUNT/small")
     ap.add_argument("--hint", action="store_true",
                     help="tell the mount the read order first (MOUNT/.os2g/prefetch; nothing on other file systems)")
     a = ap.parse_args()
 
     result = {"workload": a.workload, "readers": a.readers}
     if a.workload == "small":
-        paths = files_under(os.path.join(a.mount, "small"))
+        t0 = time.perf_counter()
+        if a.tar:  # listing the shards' members indexes them (from their sidecars when present): timed apart
+            paths = [p for d in sorted(glob.glob(os.path.join(a.mount, "shards", "*.tar.d"))) for p in files_under(d)]
+            result["list_seconds"] = time.perf_counter() - t0
+        else:
+            paths = files_under(os.path.join(a.mount, "small"))
         random.Random(1).shuffle(paths)
         if a.limit:
             paths = paths[: a.limit]
