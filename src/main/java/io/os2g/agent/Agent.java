@@ -43,12 +43,21 @@ public final class Agent implements AutoCloseable {
         this.config = config;
         this.layout = new ChunkLayout(config.chunkSize());
         this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight());
-        this.prefetcher = new DirectoryPrefetcher(namespace, fetcher, index, config.chunkSize(), config.directoryPrefetch());
+        this.prefetcher = new DirectoryPrefetcher(namespace, fetcher, placements(store),
+                index, config.chunkSize(), config.directoryPrefetch());
         // half the region ahead of the readers: the other half stays for their misses and for readahead
         this.hints = new HintedPrefetcher(HintedPrefetcher.Mode.AHEAD_OF_READERS, fetcher, index, layout,
                 index.capacityBytes() / 2, config.maxInFlight());
         this.warm = new HintedPrefetcher(HintedPrefetcher.Mode.WARM, fetcher, index, layout, Long.MAX_VALUE, config.maxInFlight());
         this.namespace = namespace;
+    }
+
+    /** Where a file's bytes lie inside another object: tar members, when the store expands tars. */
+    private static java.util.function.Function<String, TarExpandingStore.Placement> placements(ObjectStore store) {
+        if (store instanceof TarExpandingStore tars) {
+            return tars::placement;
+        }
+        return key -> null;
     }
 
     /**

@@ -11,6 +11,8 @@ import io.os2g.staging.Reservation;
 import io.os2g.store.ObjectStore;
 import io.os2g.store.StoreException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -19,6 +21,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import org.apache.commons.io.input.BoundedInputStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -83,6 +86,93 @@ final class ChunkFetcher implements AutoCloseable {
             mine.completeExceptionally(new AgentException(Errno.EIO, "agent is shutting down", e));
         }
         return mine;
+    }
+
+    /** One small file of a run: staged whole, its bytes at {@code offset} in the run's container. */
+    private record RunMember(Node.File file, ChunkKey key, long offset, CompletableFuture<Void> done) {
+    }
+
+    /**
+     * Stages small files (one chunk each) whose bytes lie in order in one object, {@code container}, at
+     * {@code offsets} (members of a tar, one after another) with one GET spanning them all: the bytes
+     * between members (their headers) are read and dropped. Files already staged or in flight are left
+     * out; the rest complete together.
+     */
+    void stageRun(String container, List<Node.File> files, List<Long> offsets) {
+        List<RunMember> run = new ArrayList<>(files.size());
+        for (int i = 0; i < files.size(); i++) {
+            Node.File file = files.get(i);
+            ChunkKey key = new ChunkKey(file.inode(), 0);
+            if (index.view().contains(key, file.etag()) || recentFailures.getIfPresent(new Version(key, file.etag())) != null) {
+                continue;
+            }
+            CompletableFuture<Void> mine = new CompletableFuture<>();
+            if (inFlight.putIfAbsent(key, mine) == null) {
+                run.add(new RunMember(file, key, offsets.get(i), mine));
+            }
+        }
+        if (run.isEmpty()) {
+            return;
+        }
+        try {
+            executor.execute(() -> fetchRun(container, run));
+        } catch (RejectedExecutionException e) {
+            finish(run, new AgentException(Errno.EIO, "agent is shutting down", e));
+        }
+    }
+
+    private void fetchRun(String container, List<RunMember> run) {
+        List<Reservation> reservations = new ArrayList<>(run.size());
+        try {
+            slots.acquire();
+            try {
+                long bytes = 0;
+                for (RunMember m : run) {
+                    reservations.add(index.reserve((int) m.file().size()));
+                    bytes += m.file().size();
+                }
+                long start = run.getFirst().offset();
+                long end = run.getLast().offset() + run.getLast().file().size();
+                store.read(container, start, end - start, run.getFirst().file().etag(), body -> {
+                    long position = start;
+                    for (int i = 0; i < run.size(); i++) {
+                        body.skipNBytes(run.get(i).offset() - position);
+                        reservations.get(i).fill(BoundedInputStream.builder().setInputStream(body)
+                                .setMaxCount(run.get(i).file().size()).setPropagateClose(false).get());
+                        position = run.get(i).offset() + run.get(i).file().size();
+                    }
+                });
+                for (int i = 0; i < run.size(); i++) {
+                    reservations.get(i).publish(run.get(i).key(), run.get(i).file().etag());
+                }
+                reservations.clear();
+                fetched.add(run.size());
+                fetchedBytes.add(bytes);
+            } finally {
+                slots.release();
+            }
+            finish(run, null);
+        } catch (Throwable t) {
+            reservations.forEach(Reservation::cancel);
+            failures.increment();
+            if (t instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            LOG.debug("fetch of {} files of {} failed: {}", run.size(), container, t.toString());
+            // not remembered as failures: a reader that asks again fetches its own file alone
+            finish(run, t);
+        }
+    }
+
+    private void finish(List<RunMember> run, Throwable failure) {
+        for (RunMember m : run) {
+            inFlight.remove(m.key(), m.done());
+            if (failure == null) {
+                m.done().complete(null);
+            } else {
+                m.done().completeExceptionally(failure);
+            }
+        }
     }
 
     private void fetch(Node.File file, ChunkKey key, CompletableFuture<Void> done) {

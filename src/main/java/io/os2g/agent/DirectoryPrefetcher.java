@@ -14,6 +14,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -34,6 +35,11 @@ final class DirectoryPrefetcher {
 
     /** Opens of small files in a directory before it counts as being read through. */
     private static final int OPENS_BEFORE_PREFETCH = 2;
+    /**
+     * Bytes between two files of one container that still join them into one GET (a tar member's header
+     * and padding, PAX headers with long names): cheaper to read and drop than a second round trip.
+     */
+    private static final long MAX_GAP = 16 * 1024;
     /** Directories tracked at once (most recently opened in). */
     private static final int MAX_DIRECTORIES = 1024;
     /** A directory not opened in for this long is no longer being read through. */
@@ -41,6 +47,7 @@ final class DirectoryPrefetcher {
 
     private final Namespace namespace;
     private final ChunkFetcher fetcher;
+    private final Function<String, TarExpandingStore.Placement> placements;
     private final ExtentIndex index;
     private final long chunkSize;
     private final int window;
@@ -61,9 +68,12 @@ final class DirectoryPrefetcher {
         }
     }
 
-    DirectoryPrefetcher(Namespace namespace, ChunkFetcher fetcher, ExtentIndex index, long chunkSize, int window) {
+    /** @param placements where a file's bytes lie inside another object (tar members), or null for its own */
+    DirectoryPrefetcher(Namespace namespace, ChunkFetcher fetcher, Function<String, TarExpandingStore.Placement> placements,
+                        ExtentIndex index, long chunkSize, int window) {
         this.namespace = namespace;
         this.fetcher = fetcher;
+        this.placements = placements;
         this.index = index;
         this.chunkSize = chunkSize;
         this.window = window;
@@ -112,9 +122,48 @@ final class DirectoryPrefetcher {
                 }
             }
         }
-        for (Node.File next : toStage) {
-            prefetched.increment();
-            fetcher.stage(next, 0);
+        prefetched.add(toStage.size());
+        stageInRuns(toStage);
+    }
+
+    /**
+     * Stages {@code files} (in listing order), those lying one after another in one container (the members
+     * of a tar written in order) as runs of at most a chunk, each run with one GET.
+     */
+    private void stageInRuns(List<Node.File> files) {
+        List<Node.File> run = new ArrayList<>();
+        List<Long> offsets = new ArrayList<>();
+        TarExpandingStore.Placement first = null;
+        for (Node.File file : files) {
+            TarExpandingStore.Placement at = placements.apply(file.key());
+            if (!run.isEmpty()) {
+                Node.File last = run.getLast();
+                long lastEnd = offsets.getLast() + last.size();
+                boolean joins = at != null && first != null && at.container().equals(first.container())
+                        && file.etag().equals(last.etag()) && at.offset() >= lastEnd && at.offset() - lastEnd <= MAX_GAP
+                        && at.offset() + file.size() - first.offset() <= chunkSize;
+                if (!joins) {
+                    flush(first, run, offsets);
+                    run.clear();
+                    offsets.clear();
+                }
+            }
+            if (run.isEmpty()) {
+                first = at;
+            }
+            run.add(file);
+            offsets.add(at == null ? 0L : at.offset());
+        }
+        if (!run.isEmpty()) {
+            flush(first, run, offsets);
+        }
+    }
+
+    private void flush(TarExpandingStore.Placement first, List<Node.File> run, List<Long> offsets) {
+        if (run.size() == 1 || first == null) {
+            run.forEach(file -> fetcher.stage(file, 0));
+        } else {
+            fetcher.stageRun(first.container(), List.copyOf(run), List.copyOf(offsets));
         }
     }
 

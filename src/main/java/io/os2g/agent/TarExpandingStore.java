@@ -50,6 +50,10 @@ public final class TarExpandingStore implements ObjectStore {
         }
     }
 
+    /** Where a member's bytes lie: in object {@code container}, from byte {@code offset}. */
+    record Placement(String container, long offset) {
+    }
+
     /** Where a key falls: in tar {@code tarKey}, at member path {@code member} ("" for the top). */
     private record Location(String tarKey, String member) {
     }
@@ -147,6 +151,18 @@ public final class TarExpandingStore implements ObjectStore {
                     + member.path() + " of " + member.size() + " bytes in " + shard.tar().key(), null);
         }
         store.read(shard.tar().key(), member.dataOffset() + offset, length, etag, reader);
+    }
+
+    /**
+     * Where the bytes of member {@code key} lie in its tar, if its tar is indexed already (this never
+     * lists or indexes); null for a key that is not a readable member.
+     */
+    Placement placement(String key) {
+        Location location = locate(key);
+        Shard shard = location == null ? null : shards.getIfPresent(location.tarKey());
+        TarIndex index = shard == null ? null : indexes.getIfPresent(shard.cacheKey());
+        TarIndex.Member member = index == null ? null : index.file(location.member());
+        return member == null || member.truncated() ? null : new Placement(shard.tar().key(), member.dataOffset());
     }
 
     /** The tar and member path of {@code key}, or null when no component of it ends in {@code .tar.d}. */
