@@ -8,7 +8,6 @@ import io.os2g.store.Listing;
 import io.os2g.store.ObjectStore;
 import io.os2g.store.ObjectSummary;
 import io.os2g.store.StoreException;
-import java.io.EOFException;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -210,8 +209,7 @@ public final class TarExpandingStore implements ObjectStore {
                 }
             }
         }
-        RangeSource source = (position, target, offset, length) ->
-                store.read(tar.key(), position, length, tar.etag(), in -> readFully(in, target, offset, length));
+        RangeSource source = ObjectRanges.of(store, tar.key(), tar.etag());
         TarIndex index;
         try {
             index = TarIndex.fromHeaders(source, tar.size());
@@ -232,14 +230,8 @@ public final class TarExpandingStore implements ObjectStore {
             throw new IOException(sidecar.size() + " bytes");
         }
         byte[] text = new byte[(int) sidecar.size()];
-        store.read(sidecar.key(), 0, text.length, sidecar.etag(), in -> readFully(in, text, 0, text.length));
+        ObjectRanges.of(store, sidecar.key(), sidecar.etag()).read(0, text, 0, text.length);
         return TarIndex.readSidecar(new java.io.ByteArrayInputStream(text), tar.size(), tar.etag());
-    }
-
-    private static void readFully(java.io.InputStream in, byte[] target, int offset, int length) throws IOException {
-        if (in.readNBytes(target, offset, length) != length) {
-            throw new EOFException("body ended before " + length + " bytes");
-        }
     }
 
     @Override

@@ -1,11 +1,10 @@
 package io.os2g.cli;
 
-import io.os2g.codec.RangeSource;
+import io.os2g.agent.ObjectRanges;
 import io.os2g.codec.TarIndex;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.ObjectSummary;
 import java.io.ByteArrayOutputStream;
-import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -45,12 +44,7 @@ final class IndexCommand implements Callable<Integer> {
         try (MinioObjectStore objects = new MinioObjectStore(store.config(bucket))) {
             ObjectSummary tar = find(objects, key);
             long start = System.nanoTime();
-            RangeSource reads = (position, target, offset, length) -> objects.read(key, position, length, tar.etag(), in -> {
-                if (in.readNBytes(target, offset, length) != length) {
-                    throw new EOFException("body ended early");
-                }
-            });
-            TarIndex index = TarIndex.fromHeaders(reads, tar.size());
+            TarIndex index = TarIndex.fromHeaders(ObjectRanges.of(objects, key, tar.etag()), tar.size());
             if (index.problem() != null) {
                 System.err.println("os2g: " + key + " is corrupt (" + index.problem() + "): no index written");
                 return 1;
