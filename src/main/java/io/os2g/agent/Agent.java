@@ -54,7 +54,8 @@ public final class Agent implements AutoCloseable {
 
     /** Where a file's bytes lie inside another object: tar members, when the store expands tars. */
     private static java.util.function.Function<String, TarExpandingStore.Placement> placements(ObjectStore store) {
-        if (store instanceof TarExpandingStore tars) {
+        ObjectStore below = store instanceof DecompressedStore decompressed ? decompressed.inner() : store;
+        if (below instanceof TarExpandingStore tars) {
             return tars::placement;
         }
         return key -> null;

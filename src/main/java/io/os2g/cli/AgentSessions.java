@@ -2,6 +2,7 @@ package io.os2g.cli;
 
 import io.os2g.agent.Agent;
 import io.os2g.agent.AgentConfig;
+import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
 import io.os2g.link.AgentSession;
 import io.os2g.link.MountSpec;
@@ -48,11 +49,12 @@ final class AgentSessions implements AgentSession.Factory {
             ExtentIndex index = new ExtentIndex(region, spec.chunkSize());
             Duration ttl = spec.metadataTtlSeconds() < 0 ? null : Duration.ofSeconds(spec.metadataTtlSeconds());
             TarExpandingStore tars = spec.expandTar() ? new TarExpandingStore(client) : null;
-            ObjectStore objects = tars != null ? tars : client;
+            DecompressedStore decompressed = spec.decompress() ? new DecompressedStore(tars != null ? tars : client) : null;
+            ObjectStore objects = decompressed != null ? decompressed : tars != null ? tars : client;
             Namespace namespace = new Namespace(objects, spec.prefix(), ttl);
             AgentConfig config = new AgentConfig(spec.chunkSize(), Math.min(AgentConfig.DEFAULT_INITIAL_READAHEAD, spec.maxReadahead()),
                     spec.maxReadahead(), maxFetches, spec.dirPrefetch());
-            return new Session(new Agent(objects, index, config, namespace), client, tars, region, index, namespace);
+            return new Session(new Agent(objects, index, config, namespace), client, tars, decompressed, region, index, namespace);
         } catch (RuntimeException e) {
             if (region != null) {
                 region.close();
@@ -62,7 +64,8 @@ final class AgentSessions implements AgentSession.Factory {
         }
     }
 
-    private record Session(Agent agent, MinioObjectStore store, TarExpandingStore tars, StagingRegion region, ExtentIndex index,
+    private record Session(Agent agent, MinioObjectStore store, TarExpandingStore tars, DecompressedStore decompressed,
+                           StagingRegion region, ExtentIndex index,
                            Namespace namespace) implements AgentSession {
 
         @Override
@@ -73,7 +76,7 @@ final class AgentSessions implements AgentSession.Factory {
 
         @Override
         public String statsJson() {
-            Map<String, Object> agentPart = GatewayStats.agent(store, tars, agent, index);
+            Map<String, Object> agentPart = GatewayStats.agent(store, tars, decompressed, agent, index);
             agentPart.put("cpu_seconds", Stats.processCpuSeconds());
             return Stats.json(agentPart);
         }
@@ -82,7 +85,7 @@ final class AgentSessions implements AgentSession.Factory {
         public void close() {
             agent.close();
             namespace.close();
-            store.close();
+            (decompressed != null ? decompressed : store).close(); // closes its decoders, then the store
             region.close();
         }
     }

@@ -12,6 +12,7 @@ import io.os2g.namespace.Namespace;
 import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
 import io.os2g.staging.StagingRegion;
+import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.ObjectStore;
@@ -68,18 +69,19 @@ final class Gateway implements AutoCloseable {
         try {
             ExtentIndex index = new ExtentIndex(region, config.agent().chunkSize());
             TarExpandingStore tars = config.expandTar() ? new TarExpandingStore(store) : null;
-            ObjectStore objects = tars != null ? tars : store;
+            DecompressedStore decompressed = config.decompress() ? new DecompressedStore(tars != null ? tars : store) : null;
+            ObjectStore objects = decompressed != null ? decompressed : tars != null ? tars : store;
             Namespace namespace = new Namespace(objects, config.prefix(), config.metadataTtl());
             Agent agent = new Agent(objects, index, config.agent(), namespace);
             Backend backend = new Backend() {
                 @Override
                 public Map<String, Object> stats() {
-                    return GatewayStats.agent(store, tars, agent, index);
+                    return GatewayStats.agent(store, tars, decompressed, agent, index);
                 }
 
                 @Override
                 public String close() {
-                    store.close();
+                    objects.close(); // the decompressing view's decoders, then the store
                     // what readers and fetches still hold once nothing can run: anything but 0 is a leak
                     int pinned = index.pinnedChunks();
                     long inFlight = index.inFlightBytes();

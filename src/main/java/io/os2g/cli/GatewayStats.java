@@ -1,6 +1,7 @@
 package io.os2g.cli;
 
 import io.os2g.agent.Agent;
+import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
 import io.os2g.metrics.ReadMetrics;
 import io.os2g.metrics.Stats;
@@ -19,7 +20,8 @@ final class GatewayStats {
     }
 
     /** The agent's part of the document: its store's requests, its fetches and prefetching, its staging region. */
-    static Map<String, Object> agent(MinioObjectStore store, TarExpandingStore tars, Agent agent, ExtentIndex index) {
+    static Map<String, Object> agent(MinioObjectStore store, TarExpandingStore tars, DecompressedStore decompressed,
+                                     Agent agent, ExtentIndex index) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("gets", store.getCount());
         m.put("retries", store.retryCount());
@@ -31,6 +33,9 @@ final class GatewayStats {
         m.put("staging", staging(index));
         if (tars != null) {
             m.put("tar", tars.stats());
+        }
+        if (decompressed != null) {
+            m.put("decompress", decompressed.stats());
         }
         return m;
     }

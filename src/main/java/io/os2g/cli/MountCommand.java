@@ -88,6 +88,10 @@ final class MountCommand implements Callable<Integer> {
             description = "Show each object NAME.tar also as a directory NAME.tar.d/ of its members (regular files and directories).")
     boolean expandTar;
 
+    @Option(names = "--decompress",
+            description = "Show each object NAME.gz or NAME.zst also as NAME, decompressed (exact size in stat; best read sequentially).")
+    boolean decompress;
+
     @Option(names = "--fsname", paramLabel = "NAME", description = "Source name shown in /proc/mounts and df (default: os2g:BUCKET[/PREFIX]).")
     String fsname;
 
@@ -154,7 +158,7 @@ final class MountCommand implements Callable<Integer> {
             link = SocketLink.connect(config.agentSocket(), new MountSpec(config.bucket(), config.prefix(),
                     config.staging().capacity(), config.agent().chunkSize(), config.agent().maxReadahead(),
                     config.agent().directoryPrefetch(), config.metadataTtl() == null ? -1 : config.metadataTtl().toSeconds(),
-                    config.expandTar()),
+                    config.expandTar(), config.decompress()),
                     config.fs().readDeadline());
         } catch (LinkException e) {
             throw new UsageError(e.getMessage());
@@ -227,7 +231,7 @@ final class MountCommand implements Callable<Integer> {
             }
         }
         return new MountConfig(storeConfig, bucket, prefix, ttl, stagingConfig, agentConfig, fs, mount, options,
-                agent == null ? null : agentSocket(agent), expandTar);
+                agent == null ? null : agentSocket(agent), expandTar, decompress);
     }
 
     /** The socket path of {@code unix:PATH}. */

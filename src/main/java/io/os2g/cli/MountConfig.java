@@ -17,8 +17,9 @@ import java.util.List;
  * @param fuseOptions libfuse {@code -o} options
  * @param agentSocket the socket of the agent process serving this mount; null for an agent in this process
  * @param expandTar show each {@code NAME.tar} object also as a directory {@code NAME.tar.d/} of its members
+ * @param decompress show each {@code NAME.gz} and {@code NAME.zst} object also as {@code NAME}, decompressed
  */
 record MountConfig(StoreConfig store, String bucket, String prefix, Duration metadataTtl, StagingConfig staging,
                    AgentConfig agent, FsConfig fs, Path mountPoint, List<String> fuseOptions, Path agentSocket,
-                   boolean expandTar) {
+                   boolean expandTar, boolean decompress) {
 }

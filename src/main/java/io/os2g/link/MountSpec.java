@@ -6,7 +6,9 @@ package io.os2g.link;
  *
  * @param metadataTtlSeconds how long listings are trusted; -1 for forever
  * @param expandTar show each {@code NAME.tar} object also as a directory {@code NAME.tar.d/} of its members
+ * @param decompress show each {@code NAME.gz} and {@code NAME.zst} object also as {@code NAME}, decompressed
  */
 public record MountSpec(String bucket, String prefix, long stagingSize, long chunkSize, long maxReadahead,
-                        int dirPrefetch, long metadataTtlSeconds, boolean expandTar) {
+                        int dirPrefetch, long metadataTtlSeconds, boolean expandTar,
+                        boolean decompress) {
 }

@@ -101,6 +101,7 @@ final class Wire {
                 o.writeInt(s.dirPrefetch());
                 o.writeLong(s.metadataTtlSeconds());
                 o.writeBoolean(s.expandTar());
+                o.writeBoolean(s.decompress());
             }
             case Message.Welcome w -> {
                 StagingLayout l = w.layout();
@@ -169,7 +170,7 @@ final class Wire {
                     yield new Message.Hello(version, null); // the rest is another version's: not read
                 }
                 yield new Message.Hello(version, new MountSpec(string(i), string(i), i.readLong(), i.readLong(),
-                        i.readLong(), i.readInt(), i.readLong(), i.readBoolean()));
+                        i.readLong(), i.readInt(), i.readLong(), i.readBoolean(), i.readBoolean()));
             }
             case 2 -> new Message.Welcome(new StagingLayout(string(i), i.readLong(), i.readInt(), i.readLong()));
             case 3 -> new Message.Refused(string(i));

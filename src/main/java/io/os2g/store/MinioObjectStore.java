@@ -3,6 +3,7 @@ package io.os2g.store;
 import io.minio.ListObjectsArgs;
 import io.minio.MinioClient;
 import io.minio.PutObjectArgs;
+import io.minio.StatObjectArgs;
 import io.minio.Result;
 import io.minio.credentials.StaticProvider;
 import io.minio.errors.ErrorResponseException;
@@ -18,7 +19,10 @@ import java.net.UnknownHostException;
 import java.security.GeneralSecurityException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import javax.net.ssl.SSLException;
@@ -175,6 +179,20 @@ public final class MinioObjectStore implements ObjectStore {
                 throw classify(e, key + " [" + offset + ", +" + length + ")");
             }
             return null;
+        });
+    }
+
+    @Override
+    public Map<String, String> userMetadata(String key) {
+        return withRetries("head", key, () -> {
+            try {
+                Map<String, String> metadata = new HashMap<>();
+                client.statObject(StatObjectArgs.builder().bucket(config.bucket()).object(key).build())
+                        .userMetadata().forEach((name, value) -> metadata.put(name.toLowerCase(Locale.ROOT), value));
+                return metadata;
+            } catch (Exception e) {
+                throw classify(e, key);
+            }
         });
     }
 

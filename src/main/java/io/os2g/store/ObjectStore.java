@@ -28,6 +28,14 @@ public interface ObjectStore extends AutoCloseable {
      */
     void probe(String prefix);
 
+    /**
+     * The user metadata of {@code key} ({@code x-amz-meta-NAME} headers, by lower-case NAME), with one HEAD;
+     * empty where the store has none to give.
+     */
+    default java.util.Map<String, String> userMetadata(String key) {
+        return java.util.Map.of();
+    }
+
     /** The bucket this store reads. */
     String bucket();
 

@@ -54,6 +54,13 @@ public final class S3Fixture {
         return this;
     }
 
+    /** Puts {@code body} with user metadata ({@code x-amz-meta-NAME}). */
+    public S3Fixture put(String bucket, String key, byte[] body, java.util.Map<String, String> metadata) throws Exception {
+        client().putObject(PutObjectArgs.builder().bucket(bucket).object(key).userMetadata(metadata)
+                .stream(new ByteArrayInputStream(body), body.length, -1).build());
+        return this;
+    }
+
     public S3Fixture delete(String bucket, String key) throws Exception {
         client().removeObject(RemoveObjectArgs.builder().bucket(bucket).object(key).build());
         return this;
