@@ -115,12 +115,12 @@ def targets(endpoint, data, work, quick):
                   "RCLONE_S3_FORCE_PATH_STYLE": "true", "RCLONE_CONFIG": "/dev/null"}
     s3fs_base = f"url={endpoint},use_path_request_style,passwd_file={passwd}"
     all_targets = [
-        Target("os2g", "default", lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--endpoint", endpoint, "--expand-tar"], creds),
+        Target("os2g", "default", lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--endpoint", endpoint, "--expand-tar", "--decompress"], creds),
         Target("os2g", "recommended: --metadata-ttl forever",
-               lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--endpoint", endpoint, "--metadata-ttl", "forever", "--expand-tar"], creds),
+               lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--endpoint", endpoint, "--metadata-ttl", "forever", "--expand-tar", "--decompress"], creds),
         # the offload: the agent pinned to one core (a DPU's stand-in), the shim wherever the kernel puts it
         Target("os2g-split", "agent on core 1 (taskset -c 1, --cpus 1), otherwise default",
-               lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--agent", f"unix:{work}/agent.sock", "--expand-tar"], creds,
+               lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--agent", f"unix:{work}/agent.sock", "--expand-tar", "--decompress"], creds,
                agent=[*(["taskset", "-c", "1"] if (os.cpu_count() or 1) > 1 else []), str(ROOT / "os2g"), "agent",
                       "--listen", f"unix:{work}/agent.sock", "--endpoint", endpoint, "--cpus", "1"]),
         Target("s3fs", "default", lambda m: ["s3fs", "bench", str(m), "-f", "-o", s3fs_base]),
@@ -155,6 +155,8 @@ def workloads(quick):
         # the same JPEGs as members of 8 tar shards through --expand-tar (os2g only; peers read them as
         # separate objects in small-4, which the report compares against)
         ("tar-4", ["small", "--readers", "4", "--epochs", "1", "--tar", *small_limit]),
+        # 1 GiB of text in a .zst: os2g's --decompress view against `zstd -dc` through the peers' mounts
+        ("zstd-1", ["zstd"]),
     ]
 
 

@@ -22,6 +22,7 @@ WORKLOADS = OrderedDict([
     ("dataloader", ("PyTorch DataLoader over ImageFolder (PIL decode, resize 224, batch 32, 2 workers, shuffled)", "samples_per_s", "samples/s", True)),
     ("small-4-hinted", ("Shuffled whole-file reads of ~125 KB JPEGs, 4 reader processes, the order hinted to /.os2g/prefetch first (cold)", "files_per_s", "files/s", True)),
     ("dataloader-hinted", ("PyTorch DataLoader over ImageFolder as above, with os2g.Os2gSampler hinting each epoch's order (cold)", "samples_per_s", "samples/s", True)),
+    ("zstd-1", ("1 GiB of text stored as one .zst: os2g reads its --decompress view, the others run zstd -dc on the .zst (decompressed MB/s)", "mb_per_s", "MB/s", True)),
     ("tar-4", ("The same JPEGs as members of 8 tar shards through --expand-tar (sidecar indexes), shuffled, 4 reader processes (cold); peers and local: the separate objects of small-4, epoch 1", "files_per_s", "files/s", True)),
 ])
 

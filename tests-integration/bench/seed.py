@@ -14,6 +14,23 @@ import boto3
 from botocore.config import Config
 
 
+ZST_KEY = "zst/text-1g.jsonl.zst"
+
+
+def seed_zst(s3, bucket):
+    """1 GiB of text (64 MiB of random words, 16 times: zstd's window does not reach back 64 MiB, so it
+    compresses like the words do, about 3:1) as one .zst with its size in the frame, as `zstd FILE` writes."""
+    import io
+    import subprocess
+    r = random.Random(5)
+    words = [bytes(r.choice(b"abcdefghijklmnop") for _ in range(r.randrange(3, 10))) for _ in range(20_000)]
+    block = b" ".join(r.choices(words, k=11_000_000))[: 64 << 20]
+    zst = subprocess.run(["zstd", "-q", "-3", "-T0", "-c", f"--stream-size={16 * len(block)}"],
+                         input=block * 16, capture_output=True, check=True).stdout
+    s3.upload_fileobj(io.BytesIO(zst), bucket, ZST_KEY)
+    print(f"seeded {ZST_KEY}: {16 * len(block) >> 20} MiB in {len(zst) >> 20} MiB", file=sys.stderr)
+
+
 def seed_shards(s3, bucket, small, shards):
     """The small JPEGs, read back from the bucket, packed into tar shards (GNU format) with their own paths."""
     import io
@@ -46,12 +63,14 @@ def main():
     try:
         s3.head_bucket(Bucket=bucket)
         manifest = json.loads(s3.get_object(Bucket=bucket, Key="manifest.json")["Body"].read())
-        if manifest == {**spec, "shards": shards}:
+        if manifest == {**spec, "shards": shards, "zst": ZST_KEY}:
             print("dataset already seeded", file=sys.stderr)
             return
-        if manifest == spec:  # seeded before the shards existed: add them only
-            seed_shards(s3, bucket, small, shards)
-            s3.put_object(Bucket=bucket, Key="manifest.json", Body=json.dumps({**spec, "shards": shards}).encode())
+        if manifest in (spec, {**spec, "shards": shards}):  # seeded before the shards or the .zst existed: add them
+            if "shards" not in manifest:
+                seed_shards(s3, bucket, small, shards)
+            seed_zst(s3, bucket)
+            s3.put_object(Bucket=bucket, Key="manifest.json", Body=json.dumps({**spec, "shards": shards, "zst": ZST_KEY}).encode())
             return
     except Exception:
         pass
@@ -93,7 +112,8 @@ def main():
         data = io.BytesIO(chunk * large_mib)
         s3.upload_fileobj(data, bucket, f"large/shard-{i}.bin")
     seed_shards(s3, bucket, small, shards)
-    s3.put_object(Bucket=bucket, Key="manifest.json", Body=json.dumps({**spec, "shards": shards}).encode())
+    seed_zst(s3, bucket)
+    s3.put_object(Bucket=bucket, Key="manifest.json", Body=json.dumps({**spec, "shards": shards, "zst": ZST_KEY}).encode())
     print(f"seeded {small} small, {large} x {large_mib} MiB, {tree} tree objects", file=sys.stderr)
 
 

@@ -9,6 +9,7 @@ import glob
 import json
 import os
 import random
+import subprocess
 import sys
 import time
 from multiprocessing import Pool
@@ -96,7 +97,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mount")
     ap.add_argument("pid", type=int)
-    ap.add_argument("workload", choices=["small", "sequential", "walk", "ttfb", "dataloader"])
+    ap.add_argument("workload", choices=["small", "sequential", "walk", "ttfb", "dataloader", "zstd"])
     ap.add_argument("--readers", type=int, default=4)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--limit", type=int, default=0, help="read only this many files (small, dataloader)")
@@ -150,6 +151,22 @@ def main():
         result.update(objects=count, seconds=time.perf_counter() - t0, gateway_cpu_s=cpu_seconds(a.pid) - cpu0)
     elif a.workload == "dataloader":
         result.update(dataloader(a, a.pid))
+    elif a.workload == "zstd":
+        # the decompressed view where the mount has one (os2g --decompress), else `zstd -dc` of the object
+        compressed = os.path.join(a.mount, "zst", "text-1g.jsonl.zst")
+        plain = compressed[: -len(".zst")]
+        cpu0 = cpu_seconds(a.pid)
+        t0 = time.perf_counter()
+        if os.path.exists(plain):
+            total = read_whole([plain])
+            how = "read of the decompressed view"
+        else:
+            out = subprocess.run(f"zstd -dc '{compressed}' | wc -c", shell=True, capture_output=True, text=True, check=True)
+            total = int(out.stdout.split()[0])
+            how = "zstd -dc of the .zst"
+        seconds = time.perf_counter() - t0
+        result.update(files=1, bytes=total, seconds=seconds, mb_per_s=total / 1e6 / seconds, how=how,
+                      gateway_cpu_s=cpu_seconds(a.pid) - cpu0 if a.pid else 0)
     elif a.workload == "ttfb":
         path = files_under(os.path.join(a.mount, "large"))[-1]
         t0 = time.perf_counter()
