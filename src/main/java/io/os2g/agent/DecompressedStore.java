@@ -109,6 +109,7 @@ public final class DecompressedStore implements ObjectStore {
                 }
             })
             .build();
+    /** Sizing requests at listing, and the compressed windows fetched ahead of the decoders. */
     private final ExecutorService sizing = Executors.newVirtualThreadPerTaskExecutor();
     private final Semaphore sizingSlots = new Semaphore(SIZING_IN_FLIGHT);
     private final Set<String> warned = ConcurrentHashMap.newKeySet();
@@ -269,7 +270,7 @@ public final class DecompressedStore implements ObjectStore {
             }
             cursor.close();
             View view = cursor.view;
-            cursor.decoded = view.codec().decoder(new RangeInputStream(source(view.compressed()), view.compressed().size(), WINDOW));
+            cursor.decoded = view.codec().decoder(new RangeInputStream(source(view.compressed()), view.compressed().size(), WINDOW, sizing));
             cursor.position = 0;
         }
         try {

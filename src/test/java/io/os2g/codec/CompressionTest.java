@@ -48,7 +48,7 @@ class CompressionTest {
     }
 
     private static byte[] decode(Compression c, byte[] compressed) throws IOException {
-        try (InputStream in = c.decoder(new RangeInputStream(over(compressed), compressed.length, 1000))) {
+        try (InputStream in = c.decoder(new RangeInputStream(over(compressed), compressed.length, 1000, Runnable::run))) {
             return in.readAllBytes();
         }
     }
@@ -110,9 +110,9 @@ class CompressionTest {
             reads[0]++;
             System.arraycopy(body, (int) position, target, offset, length);
         };
-        assertArrayEquals(body, new RangeInputStream(counting, body.length, 1000).readAllBytes());
+        assertArrayEquals(body, new RangeInputStream(counting, body.length, 1000, Runnable::run).readAllBytes());
         assertEquals(11, reads[0]);
-        assertArrayEquals(new byte[0], new RangeInputStream(counting, 0, 1000).readAllBytes());
+        assertArrayEquals(new byte[0], new RangeInputStream(counting, 0, 1000, Runnable::run).readAllBytes());
     }
 
     static byte[] concat(byte[] x, byte[] y) {
