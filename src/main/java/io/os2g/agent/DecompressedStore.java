@@ -56,9 +56,10 @@ public final class DecompressedStore implements ObjectStore {
     private static final Logger LOG = LoggerFactory.getLogger(DecompressedStore.class);
 
     static final String SIZE_METADATA = "uncompressed-size";
-    private static final int MAX_CURSORS = 16;
+    private static final int MAX_CURSORS = 8;
     private static final long ORDER_WAIT_MS = 200;
-    private static final int WINDOW = 8 << 20;
+    /** Compressed bytes per GET; a cursor holds two such buffers (one being decoded, one being fetched). */
+    private static final int WINDOW = 4 << 20;
     private static final int SIZING_IN_FLIGHT = 32;
     private static final long MAX_REMEMBERED = 1_000_000;
 

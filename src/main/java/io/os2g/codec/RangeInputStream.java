@@ -13,7 +13,7 @@ import java.util.concurrent.Executor;
  * The bytes of an object, start to end, read through a {@link RangeSource} one window at a time, each its
  * own bounded request (a long decode is not one long-lived GET that a deadline cuts). The next window is
  * fetched while the current one is consumed, so a decoder reading this stream overlaps its CPU with the
- * network round trips.
+ * network round trips. Two window buffers are allocated once and alternate.
  */
 public final class RangeInputStream extends InputStream {
 
@@ -21,11 +21,12 @@ public final class RangeInputStream extends InputStream {
     private final long size;
     private final int windowSize;
     private final Executor executor;
-    private byte[] window = new byte[0];
+    private byte[] window;
+    private byte[] spare;
     private long windowStart;
     private int windowLength;
     private int cursor;
-    private CompletableFuture<byte[]> next;
+    private CompletableFuture<Integer> next;
 
     /** @param executor where the window after the current one is fetched */
     public RangeInputStream(RangeSource source, long size, int windowSize, Executor executor) {
@@ -51,14 +52,26 @@ public final class RangeInputStream extends InputStream {
             if (start >= size) {
                 return -1;
             }
-            window = next != null ? await(next) : fetch(start);
+            if (window == null) {
+                window = new byte[windowSize];
+                spare = new byte[windowSize];
+            }
+            if (next != null) {
+                // the fetch ahead filled the spare buffer; the one just consumed becomes the spare
+                windowLength = await(next);
+                byte[] filled = spare;
+                spare = window;
+                window = filled;
+            } else {
+                windowLength = fetch(start, window);
+            }
             windowStart = start;
-            windowLength = window.length;
             cursor = 0;
             long following = start + windowLength;
+            byte[] into = spare;
             next = following < size ? CompletableFuture.supplyAsync(() -> {
                 try {
-                    return fetch(following);
+                    return fetch(following, into);
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }
@@ -70,13 +83,14 @@ public final class RangeInputStream extends InputStream {
         return n;
     }
 
-    private byte[] fetch(long start) throws IOException {
-        byte[] bytes = new byte[(int) Math.min(windowSize, size - start)];
-        source.read(start, bytes, 0, bytes.length);
-        return bytes;
+    /** Reads the window at {@code start} into {@code buffer}; returns its length. */
+    private int fetch(long start, byte[] buffer) throws IOException {
+        int length = (int) Math.min(windowSize, size - start);
+        source.read(start, buffer, 0, length);
+        return length;
     }
 
-    private static byte[] await(CompletableFuture<byte[]> window) throws IOException {
+    private static int await(CompletableFuture<Integer> window) throws IOException {
         try {
             return window.get();
         } catch (InterruptedException e) {
@@ -95,12 +109,14 @@ public final class RangeInputStream extends InputStream {
         }
     }
 
-    /** Drops the window being fetched ahead. */
+    /** Drops the window being fetched ahead (it may still land in a buffer no longer read). */
     @Override
     public void close() {
         if (next != null) {
             next.cancel(true);
             next = null;
         }
+        window = null;
+        spare = null;
     }
 }
