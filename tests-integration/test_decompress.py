@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Mount, Tally, read_verified, sha256
+from conftest import Mount, Tally, read_verified, run_os2g, sha256
 from test_split import Agent
 
 
@@ -91,11 +91,16 @@ def test_without_the_option_nothing_is_decompressed(s3, bucket):
         m.stop()
 
 
-def test_decompressed_files_travel_through_split_mode(s3, bucket):
+def test_decompressed_files_travel_through_split_mode_and_warm(s3, bucket):
     work = Path(tempfile.mkdtemp(prefix="os2g-decompress-split-"))
     agent = Agent(s3, work)
     m = Mount(s3, bucket, ["--agent", f"unix:{agent.socket}", "--decompress"], credentials=False)
     try:
+        r = run_os2g("warm", str(m.path / "logs" / "a.txt"))  # staged by decoding, through the agent
+        assert r.returncode == 0 and r.stdout.startswith("warmed 1 files"), r.stdout + r.stderr
+        gets = stats(m)["agent"]["gets"]
+        read_verified(m.path / "logs/a.txt", sha256(PLAIN["logs/a.txt"]))
+        assert stats(m)["agent"]["gets"] == gets, "a warmed decompressed file reads without a GET"
         check(m.path)
     finally:
         m.stop()
