@@ -152,8 +152,9 @@ def workloads(quick):
         # the same two with the read order told to the mount first (os2g only: elsewhere --hint does nothing)
         ("small-4-hinted", ["small", "--readers", "4", "--epochs", "1", "--hint", *small_limit]),
         ("dataloader-hinted", ["dataloader", "--hint", *(["--limit", "600"] if quick else [])]),
-        # the same JPEGs as members of 8 tar shards through --expand-tar (os2g only; peers read them as
-        # separate objects in small-4, which the report compares against)
+        # ~1 GB of JPEGs as separate objects (every target), then as members of 8 tar shards through
+        # --expand-tar (os2g only: the report compares it with the peers' tarsrc-4)
+        ("tarsrc-4", ["small", "--readers", "4", "--epochs", "1", "--root", "tarsrc", *small_limit]),
         ("tar-4", ["small", "--readers", "4", "--epochs", "1", "--tar", *small_limit]),
         # 1 GiB of text in a .zst: os2g's --decompress view against `zstd -dc` through the peers' mounts
         ("zstd-1", ["zstd"]),

@@ -15,6 +15,51 @@ from botocore.config import Config
 
 
 ZST_KEY = "zst/text-1g.jsonl.zst"
+# ~1 GB of ~125 KB JPEGs, as separate objects (tarsrc/) and as 8 tar shards of the same files (shards/)
+TAR_FILES = 8000
+SHARDS = 8
+
+
+def jpeg(seed):
+    from io import BytesIO
+    from PIL import Image
+    r = random.Random(seed)
+    side = 360 + r.randrange(80)  # random pixels at quality 85: ~100-150 KB, a typical ImageNet JPEG size
+    image = Image.frombytes("RGB", (side, side), r.randbytes(side * side * 3))
+    out = BytesIO()
+    image.save(out, format="JPEG", quality=85)
+    return out.getvalue()
+
+
+def tar_path(i):
+    return f"class_{i % 10:02d}/img_{i:05d}.jpg"
+
+
+def seed_tar_files(s3, bucket):
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda i: s3.put_object(Bucket=bucket, Key="tarsrc/" + tar_path(i), Body=jpeg(200_000 + i)),
+                      range(TAR_FILES)))
+    print(f"seeded {TAR_FILES} JPEGs under tarsrc/", file=sys.stderr)
+
+
+def seed_shards(s3, bucket):
+    """The tarsrc/ JPEGs, read back from the bucket, packed into tar shards (GNU format, file i in shard
+    i % SHARDS) with their own paths."""
+    import io
+    import tarfile
+    for k in range(SHARDS):
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tar:
+            for i in range(k, TAR_FILES, SHARDS):
+                body = s3.get_object(Bucket=bucket, Key="tarsrc/" + tar_path(i))["Body"].read()
+                info = tarfile.TarInfo(tar_path(i))
+                info.size = len(body)
+                info.mtime = 1_700_000_000
+                tar.addfile(info, io.BytesIO(body))
+        out.seek(0)
+        s3.upload_fileobj(out, bucket, f"shards/train-{k:03d}.tar")
+        s3.delete_object(Bucket=bucket, Key=f"shards/train-{k:03d}.tar.idx")  # stale: run.sh indexes again
+    print(f"seeded {SHARDS} tar shards of the {TAR_FILES} tarsrc/ JPEGs", file=sys.stderr)
 
 
 def seed_zst(s3, bucket):
@@ -31,23 +76,10 @@ def seed_zst(s3, bucket):
     print(f"seeded {ZST_KEY}: {16 * len(block) >> 20} MiB in {len(zst) >> 20} MiB", file=sys.stderr)
 
 
-def seed_shards(s3, bucket, small, shards):
-    """The small JPEGs, read back from the bucket, packed into tar shards (GNU format) with their own paths."""
-    import io
-    import tarfile
-    for k in range(shards):
-        out = io.BytesIO()
-        with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tar:
-            for i in range(k, small, shards):
-                path = f"class_{i % 10:02d}/img_{i:05d}.jpg"
-                body = s3.get_object(Bucket=bucket, Key="small/" + path)["Body"].read()
-                info = tarfile.TarInfo(path)
-                info.size = len(body)
-                info.mtime = 1_700_000_000
-                tar.addfile(info, io.BytesIO(body))
-        out.seek(0)
-        s3.upload_fileobj(out, bucket, f"shards/train-{k:03d}.tar")
-    print(f"seeded {shards} tar shards of the {small} small files", file=sys.stderr)
+# parts added after the base dataset, each seeded when the manifest lacks it (or what it is built from
+# was seeded again): name -> (manifest value, seeder, the part it is built from)
+EXTRAS = {"tar_files": (TAR_FILES, seed_tar_files, None), "shards": (f"{SHARDS} of tarsrc", seed_shards, "tar_files"),
+          "zst": (ZST_KEY, seed_zst, None)}
 
 
 def main():
@@ -55,25 +87,30 @@ def main():
     small, large, large_mib, tree = map(int, sys.argv[3:7])
     # version 2: the small files are real JPEGs (random pixels, ~125 KB), so loaders can decode them
     spec = {"small": small, "large": large, "large_mib": large_mib, "tree": tree, "version": 3}
-    # the small JPEGs again as 8 tar shards (shards/train-00K.tar, file i in shard i % 8), for --expand-tar
-    shards = 8
     s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="os2g-demo",
                       aws_secret_access_key="os2g-demo-secret", region_name="us-east-1",
                       config=Config(max_pool_connections=32, retries={"max_attempts": 5}))
+    manifest = None
     try:
         s3.head_bucket(Bucket=bucket)
         manifest = json.loads(s3.get_object(Bucket=bucket, Key="manifest.json")["Body"].read())
-        if manifest == {**spec, "shards": shards, "zst": ZST_KEY}:
-            print("dataset already seeded", file=sys.stderr)
-            return
-        if manifest in (spec, {**spec, "shards": shards}):  # seeded before the shards or the .zst existed: add them
-            if "shards" not in manifest:
-                seed_shards(s3, bucket, small, shards)
-            seed_zst(s3, bucket)
-            s3.put_object(Bucket=bucket, Key="manifest.json", Body=json.dumps({**spec, "shards": shards, "zst": ZST_KEY}).encode())
-            return
     except Exception:
         pass
+    if manifest is None or any(manifest.get(k) != v for k, v in spec.items()):
+        seed_base(s3, bucket, small, large, large_mib, tree)
+        manifest = dict(spec)
+    seeded = set()
+    for name, (value, seed, source) in EXTRAS.items():
+        if manifest.get(name) != value or source in seeded:
+            seed(s3, bucket)
+            manifest[name] = value
+            seeded.add(name)
+            s3.put_object(Bucket=bucket, Key="manifest.json", Body=json.dumps(manifest).encode())
+    if not seeded:
+        print("dataset already seeded", file=sys.stderr)
+
+
+def seed_base(s3, bucket, small, large, large_mib, tree):
     try:
         s3.create_bucket(Bucket=bucket)
     except Exception:
@@ -89,16 +126,6 @@ def main():
         block = hashlib.sha256(str(seed).encode()).digest() * 2048  # 64 KiB
         return (block * (size // len(block) + 1))[:size]
 
-    def jpeg(seed):
-        from io import BytesIO
-        from PIL import Image
-        r = random.Random(seed)
-        side = 360 + r.randrange(80)  # random pixels at quality 85: ~100-150 KB, a typical ImageNet JPEG size
-        image = Image.frombytes("RGB", (side, side), r.randbytes(side * side * 3))
-        out = BytesIO()
-        image.save(out, format="JPEG", quality=85)
-        return out.getvalue()
-
     def put(item):
         key, size, seed = item
         data = jpeg(seed) if key.startswith("small/") else body(size, seed)
@@ -111,9 +138,6 @@ def main():
         import io
         data = io.BytesIO(chunk * large_mib)
         s3.upload_fileobj(data, bucket, f"large/shard-{i}.bin")
-    seed_shards(s3, bucket, small, shards)
-    seed_zst(s3, bucket)
-    s3.put_object(Bucket=bucket, Key="manifest.json", Body=json.dumps({**spec, "shards": shards, "zst": ZST_KEY}).encode())
     print(f"seeded {small} small, {large} x {large_mib} MiB, {tree} tree objects", file=sys.stderr)
 
 

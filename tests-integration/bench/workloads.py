@@ -102,6 +102,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--limit", type=int, default=0, help="read only this many files (small, dataloader)")
     ap.add_argument("--tree", default="tree", help="directory to walk")
+    ap.add_argument("--root", default="small", help="small: the directory whose files are read (default: small)")
     ap.add_argument("--tar", action="store_true",
                     help="small: read the members of MOUNT/shards/*.tar.d (an os2g --expand-tar mount) instead of MOUNT/small")
     ap.add_argument("--hint", action="store_true",
@@ -115,7 +116,7 @@ def main():
             paths = [p for d in sorted(glob.glob(os.path.join(a.mount, "shards", "*.tar.d"))) for p in files_under(d)]
             result["list_seconds"] = time.perf_counter() - t0
         else:
-            paths = files_under(os.path.join(a.mount, "small"))
+            paths = files_under(os.path.join(a.mount, a.root))
         random.Random(1).shuffle(paths)
         if a.limit:
             paths = paths[: a.limit]
