@@ -195,6 +195,7 @@ public final class Agent implements AutoCloseable {
     public void close() {
         hints.close();
         warm.close();
+        prefetcher.close();
         fetcher.close();
         handles.clear();
     }

@@ -96,29 +96,35 @@ final class ChunkFetcher implements AutoCloseable {
      * Stages small files (one chunk each) whose bytes lie in order in one object, {@code container}, at
      * {@code offsets} (members of a tar, one after another) with one GET spanning them all: the bytes
      * between members (their headers) are read and dropped. Files already staged or in flight are left
-     * out; the rest complete together.
+     * out of the GET; the rest complete together. Returns, for each file, when it is staged.
      */
-    void stageRun(String container, List<Node.File> files, List<Long> offsets) {
+    List<CompletableFuture<Void>> stageRun(String container, List<Node.File> files, List<Long> offsets) {
         List<RunMember> run = new ArrayList<>(files.size());
+        List<CompletableFuture<Void>> staged = new ArrayList<>(files.size());
         for (int i = 0; i < files.size(); i++) {
             Node.File file = files.get(i);
             ChunkKey key = new ChunkKey(file.inode(), 0);
             if (index.view().contains(key, file.etag()) || recentFailures.getIfPresent(new Version(key, file.etag())) != null) {
+                staged.add(stage(file, 0)); // staged: done; failed lately: that failure
                 continue;
             }
             CompletableFuture<Void> mine = new CompletableFuture<>();
-            if (inFlight.putIfAbsent(key, mine) == null) {
+            CompletableFuture<Void> running = inFlight.putIfAbsent(key, mine);
+            if (running == null) {
                 run.add(new RunMember(file, key, offsets.get(i), mine));
+                staged.add(mine);
+            } else {
+                staged.add(running);
             }
         }
-        if (run.isEmpty()) {
-            return;
+        if (!run.isEmpty()) {
+            try {
+                executor.execute(() -> fetchRun(container, run));
+            } catch (RejectedExecutionException e) {
+                finish(run, new AgentException(Errno.EIO, "agent is shutting down", e));
+            }
         }
-        try {
-            executor.execute(() -> fetchRun(container, run));
-        } catch (RejectedExecutionException e) {
-            finish(run, new AgentException(Errno.EIO, "agent is shutting down", e));
-        }
+        return staged;
     }
 
     private void fetchRun(String container, List<RunMember> run) {

@@ -7,12 +7,14 @@ import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkKey;
 import io.os2g.staging.ExtentIndex;
+import io.os2g.staging.StagedChunk;
 import com.github.benmanes.caffeine.cache.RemovalCause;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.concurrent.atomic.LongAdder;
@@ -28,8 +30,11 @@ import java.util.concurrent.atomic.LongAdder;
  * directories, so a reader that stops wastes a bounded number of fetches and never crowds out the
  * staging space of other readers; a directory not opened in for a minute gives its share back. A
  * directory's listing comes from the namespace cache (no extra LIST); files larger than one chunk are
- * left to the per-file readahead. Explicit hints (an epoch's order) are better still and take
- * precedence when a loader gives them.
+ * left to the per-file readahead. A staged file stays pinned by the agent until it is opened (or its
+ * directory goes idle): without that, once the region is full of data already read, eviction takes the
+ * prefetched files before the readers reach them and the fetches are wasted; the pins stay within the
+ * quarter of the region. Explicit hints (an epoch's order) are better still and take precedence when a
+ * loader gives them.
  */
 final class DirectoryPrefetcher {
 
@@ -59,9 +64,11 @@ final class DirectoryPrefetcher {
     /** Progress through one directory; guarded by its own monitor. */
     private static final class DirectoryState {
         final List<Node.File> smallFiles;
-        final Map<Long, Long> outstanding = new HashMap<>(); // inode -> size
+        final Map<Long, Long> outstanding = new HashMap<>(); // inode -> size: staged or staging, not yet opened
+        final Map<Long, StagedChunk> pins = new HashMap<>(); // inode -> the agent's pin on its staged chunk
         int cursor;
         int opens;
+        boolean gone;
 
         DirectoryState(List<Node.File> smallFiles) {
             this.smallFiles = smallFiles;
@@ -81,12 +88,18 @@ final class DirectoryPrefetcher {
         this.directories = Caffeine.newBuilder()
                 .maximumSize(MAX_DIRECTORIES)
                 .expireAfterAccess(IDLE)
+                .executor(Runnable::run) // pins go when the directory does, not later on another thread
                 .removalListener((String prefix, DirectoryState state, RemovalCause cause) -> {
                     if (state != null) {
+                        List<StagedChunk> unpin;
                         synchronized (state) {
+                            state.gone = true;
                             state.outstanding.values().forEach(size -> outstandingBytes.addAndGet(-size));
                             state.outstanding.clear();
+                            unpin = List.copyOf(state.pins.values());
+                            state.pins.clear();
                         }
+                        unpin.forEach(index.view()::release);
                     }
                 })
                 .build();
@@ -104,11 +117,18 @@ final class DirectoryPrefetcher {
             return;
         }
         List<Node.File> toStage = new ArrayList<>();
+        StagedChunk unpin;
         synchronized (state) {
             Long opened = state.outstanding.remove(file.inode());
             if (opened != null) {
                 outstandingBytes.addAndGet(-opened);
             }
+            unpin = state.pins.remove(file.inode());
+        }
+        if (unpin != null) {
+            index.view().release(unpin); // the reader pins it again to copy
+        }
+        synchronized (state) {
             if (++state.opens < OPENS_BEFORE_PREFETCH) {
                 return;
             }
@@ -123,14 +143,39 @@ final class DirectoryPrefetcher {
             }
         }
         prefetched.add(toStage.size());
-        stageInRuns(toStage);
+        stageInRuns(state, toStage);
+    }
+
+    /** Once {@code file} is staged, pins it for its reader, unless it was opened or its directory went meanwhile. */
+    private void pinWhenStaged(DirectoryState state, Node.File file, CompletableFuture<Void> staged) {
+        staged.thenRun(() -> {
+            StagedChunk pin = index.view().acquire(new ChunkKey(file.inode(), 0), file.etag());
+            if (pin == null) {
+                return;
+            }
+            boolean kept;
+            synchronized (state) {
+                kept = !state.gone && state.outstanding.containsKey(file.inode()) && !state.pins.containsKey(file.inode());
+                if (kept) {
+                    state.pins.put(file.inode(), pin);
+                }
+            }
+            if (!kept) {
+                index.view().release(pin);
+            }
+        });
+    }
+
+    /** Unpins everything (the agent is closing). */
+    void close() {
+        directories.invalidateAll();
     }
 
     /**
      * Stages {@code files} (in listing order), those lying one after another in one container (the members
      * of a tar written in order) as runs of at most a chunk, each run with one GET.
      */
-    private void stageInRuns(List<Node.File> files) {
+    private void stageInRuns(DirectoryState state, List<Node.File> files) {
         List<Node.File> run = new ArrayList<>();
         List<Long> offsets = new ArrayList<>();
         TarExpandingStore.Placement first = null;
@@ -143,7 +188,7 @@ final class DirectoryPrefetcher {
                         && file.etag().equals(last.etag()) && at.offset() >= lastEnd && at.offset() - lastEnd <= MAX_GAP
                         && at.offset() + file.size() - first.offset() <= chunkSize;
                 if (!joins) {
-                    flush(first, run, offsets);
+                    flush(state, first, run, offsets);
                     run.clear();
                     offsets.clear();
                 }
@@ -155,15 +200,18 @@ final class DirectoryPrefetcher {
             offsets.add(at == null ? 0L : at.offset());
         }
         if (!run.isEmpty()) {
-            flush(first, run, offsets);
+            flush(state, first, run, offsets);
         }
     }
 
-    private void flush(TarExpandingStore.Placement first, List<Node.File> run, List<Long> offsets) {
+    private void flush(DirectoryState state, TarExpandingStore.Placement first, List<Node.File> run, List<Long> offsets) {
         if (run.size() == 1 || first == null) {
-            run.forEach(file -> fetcher.stage(file, 0));
+            run.forEach(file -> pinWhenStaged(state, file, fetcher.stage(file, 0)));
         } else {
-            fetcher.stageRun(first.container(), List.copyOf(run), List.copyOf(offsets));
+            List<CompletableFuture<Void>> staged = fetcher.stageRun(first.container(), List.copyOf(run), List.copyOf(offsets));
+            for (int i = 0; i < run.size(); i++) {
+                pinWhenStaged(state, run.get(i), staged.get(i));
+            }
         }
     }
 

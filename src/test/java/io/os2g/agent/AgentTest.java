@@ -203,6 +203,35 @@ class AgentTest {
     }
 
     @Test
+    void prefetchedFilesStayStagedUntilOpenedWhileOtherReadsFillTheRegion() throws Exception {
+        agent.close();
+        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 4), namespace);
+        for (int i = 0; i < 10; i++) {
+            s3.put("data", String.format("imgs/%02d.jpg", i), S3Fixture.bytes(50_000, i));
+        }
+        s3.put("data", "big", S3Fixture.bytes(48 * CHUNK, 7)); // 12 MiB through an 8 MiB region
+        Node.Dir imgs = (Node.Dir) namespace.resolve("/imgs");
+        List<Node.File> files = namespace.list(imgs).entries().values().stream().map(Node.File.class::cast).toList();
+        agent.release(agent.open(files.get(7)));
+        agent.release(agent.open(files.get(3)));
+        List<Node.File> prefetched = List.of(files.get(0), files.get(1), files.get(2), files.get(4));
+        awaitStaged(prefetched);
+
+        Node.File big = file("big", 99);
+        long h = agent.open(big);
+        for (int c = 0; c < 48; c++) {
+            agent.read(h, (long) c * CHUNK, CHUNK).get(10, TimeUnit.SECONDS);
+        }
+        agent.release(h);
+        assertTrue(index.evictions() > 0, "the region filled");
+        for (Node.File f : prefetched) {
+            assertTrue(index.view().contains(new ChunkKey(f.inode(), 0), f.etag()), "evicted before its open: " + f.key());
+        }
+        agent.close();
+        assertEquals(0, index.pinnedChunks(), "closing the agent gives every pin back");
+    }
+
+    @Test
     void membersOfATarReadThroughInOrderAreStagedWithOneGetPerRun() throws Exception {
         agent.close();
         namespace.close();
