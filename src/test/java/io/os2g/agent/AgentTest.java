@@ -178,13 +178,7 @@ class AgentTest {
 
     @Test
     void aDirectoryBeingReadThroughHasItsNextSmallFilesStagedBeforeTheirOpen() throws Exception {
-        agent.close();
-        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 4), namespace);
-        for (int i = 0; i < 10; i++) {
-            s3.put("data", String.format("imgs/%02d.jpg", i), S3Fixture.bytes(50_000, i));
-        }
-        Node.Dir imgs = (Node.Dir) namespace.resolve("/imgs");
-        List<Node.File> files = namespace.list(imgs).entries().values().stream().map(Node.File.class::cast).toList();
+        List<Node.File> files = imagesWithADirectoryPrefetchOf4();
 
         agent.release(agent.open(files.get(7)));
         Thread.sleep(200);
@@ -204,14 +198,8 @@ class AgentTest {
 
     @Test
     void prefetchedFilesStayStagedUntilOpenedWhileOtherReadsFillTheRegion() throws Exception {
-        agent.close();
-        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 4), namespace);
-        for (int i = 0; i < 10; i++) {
-            s3.put("data", String.format("imgs/%02d.jpg", i), S3Fixture.bytes(50_000, i));
-        }
+        List<Node.File> files = imagesWithADirectoryPrefetchOf4();
         s3.put("data", "big", S3Fixture.bytes(48 * CHUNK, 7)); // 12 MiB through an 8 MiB region
-        Node.Dir imgs = (Node.Dir) namespace.resolve("/imgs");
-        List<Node.File> files = namespace.list(imgs).entries().values().stream().map(Node.File.class::cast).toList();
         agent.release(agent.open(files.get(7)));
         agent.release(agent.open(files.get(3)));
         List<Node.File> prefetched = List.of(files.get(0), files.get(1), files.get(2), files.get(4));
@@ -262,6 +250,17 @@ class AgentTest {
         for (int i = 2; i < 12; i++) {
             assertArrayEquals(S3Fixture.bytes(20_000, i), staged(files.get(i), 0), files.get(i).key());
         }
+    }
+
+    /** An agent whose directory prefetcher keeps 4 files ahead, and the 10 files of 50 KB of imgs/. */
+    private List<Node.File> imagesWithADirectoryPrefetchOf4() throws Exception {
+        agent.close();
+        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 4), namespace);
+        for (int i = 0; i < 10; i++) {
+            s3.put("data", String.format("imgs/%02d.jpg", i), S3Fixture.bytes(50_000, i));
+        }
+        Node.Dir imgs = (Node.Dir) namespace.resolve("/imgs");
+        return namespace.list(imgs).entries().values().stream().map(Node.File.class::cast).toList();
     }
 
     private void awaitStaged(List<Node.File> files) throws InterruptedException {
