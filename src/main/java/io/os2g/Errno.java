@@ -17,4 +17,23 @@ public final class Errno {
 
     private Errno() {
     }
+
+    /** The symbolic name of {@code errno} ("EIO"), or its number for one os2g does not name. */
+    public static String name(int errno) {
+        return switch (errno) {
+            case ENOENT -> "ENOENT";
+            case EIO -> "EIO";
+            case EBADF -> "EBADF";
+            case EAGAIN -> "EAGAIN";
+            case EACCES -> "EACCES";
+            case ENOTDIR -> "ENOTDIR";
+            case EISDIR -> "EISDIR";
+            case EINVAL -> "EINVAL";
+            case EROFS -> "EROFS";
+            case ENAMETOOLONG -> "ENAMETOOLONG";
+            case ENODATA -> "ENODATA";
+            case ETIMEDOUT -> "ETIMEDOUT";
+            default -> Integer.toString(errno);
+        };
+    }
 }

@@ -3,7 +3,10 @@ package io.os2g.cli;
 import io.os2g.link.AgentServer;
 import io.os2g.staging.StagingDirectory;
 import io.os2g.staging.StagingException;
+import io.os2g.metrics.PrometheusMetrics;
+import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -38,12 +41,12 @@ final class AgentCommand implements Callable<Integer> {
     @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
     boolean help;
 
-    @Option(names = "--debug", description = "Debug logging, and stack traces on errors.")
-    boolean debug;
+    @Mixin
+    ServiceOptions service = new ServiceOptions();
 
     @Override
     public Integer call() throws Exception {
-        Logging.configure(debug);
+        service.configureLogging();
         Path socket = MountCommand.agentSocket(listen);
         int fetches = store.maxFetches;
         if (cpus != null) {
@@ -63,21 +66,38 @@ final class AgentCommand implements Callable<Integer> {
         } catch (StagingException e) {
             throw new UsageError(e.getMessage());
         }
+        InetSocketAddress metricsAddress = service.metricsAddress();
+        AgentSessions sessions = new AgentSessions(store, parent, fetches, PrometheusMetrics.getSeconds("mount", "source"));
         AgentServer server;
         try {
-            server = AgentServer.listen(socket, new AgentSessions(store, parent, fetches));
+            server = AgentServer.listen(socket, sessions);
         } catch (IOException e) {
             parent.remove();
             throw new UsageError("cannot listen on unix:" + socket + ": " + e.getMessage());
         }
+        HTTPServer metrics = null;
+        if (metricsAddress != null) {
+            try {
+                metrics = ServiceOptions.serveMetrics(metricsAddress, PrometheusMetrics.forAgent(sessions::served, sessions.getSeconds()));
+            } catch (UsageError e) {
+                server.close();
+                parent.remove();
+                throw e;
+            }
+        }
+        HTTPServer metricsServer = metrics;
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (metricsServer != null) {
+                metricsServer.close();
+            }
             server.close();
             parent.remove();
             LOG.info("agent stopped");
             stopped.countDown();
         }, "os2g-agent-shutdown"));
-        LOG.info("agent listening on unix:{} (staging under {}{})", socket, dir, cpus == null ? "" : ", " + cpus + " cpus");
+        LOG.info("agent listening on unix:{} (staging under {}{}{})", socket, dir, cpus == null ? "" : ", " + cpus + " cpus",
+                metricsServer == null ? "" : "; metrics at http://" + metricsAddress.getHostString() + ":" + metricsServer.getPort() + "/metrics");
         stopped.await();
         return 0;
     }

@@ -7,6 +7,7 @@ import io.os2g.agent.TarExpandingStore;
 import io.os2g.link.AgentSession;
 import io.os2g.link.MountSpec;
 import io.os2g.link.StagingLayout;
+import io.os2g.metrics.PrometheusMetrics;
 import io.os2g.metrics.Stats;
 import io.os2g.namespace.Namespace;
 import io.os2g.staging.ExtentIndex;
@@ -15,8 +16,12 @@ import io.os2g.staging.StagingDirectory;
 import io.os2g.staging.StagingRegion;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.ObjectStore;
+import io.prometheus.metrics.core.metrics.Histogram;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -29,17 +34,34 @@ final class AgentSessions implements AgentSession.Factory {
     private final StagingDirectory parent;
     private final int maxFetches;
     private final AtomicInteger next = new AtomicInteger(1);
+    private final Histogram getSeconds;
+    private final Map<String, Session> live = new ConcurrentSkipListMap<>();
 
-    AgentSessions(StoreOptions store, StagingDirectory parent, int maxFetches) {
+    /** @param getSeconds the histogram, labelled mount and source, that every session's GETs are timed into */
+    AgentSessions(StoreOptions store, StagingDirectory parent, int maxFetches, Histogram getSeconds) {
         this.store = store;
         this.parent = parent;
         this.maxFetches = maxFetches;
+        this.getSeconds = getSeconds;
+    }
+
+    Histogram getSeconds() {
+        return getSeconds;
+    }
+
+    /** The mounts served now, for the metrics endpoint. */
+    List<PrometheusMetrics.ServedMount> served() {
+        List<PrometheusMetrics.ServedMount> mounts = new ArrayList<>();
+        live.forEach((name, s) -> mounts.add(new PrometheusMetrics.ServedMount(name, s.source,
+                GatewayStats.counters(s.store, s.agent, s.index))));
+        return mounts;
     }
 
     @Override
     public AgentSession open(MountSpec spec) {
-        StagingConfig staging = StagingConfig.of(parent.path().resolve("mount-" + next.getAndIncrement()),
-                spec.stagingSize(), store.readDeadline());
+        String name = "mount-" + next.getAndIncrement();
+        String source = spec.bucket() + "/" + spec.prefix();
+        StagingConfig staging = StagingConfig.of(parent.path().resolve(name), spec.stagingSize(), store.readDeadline());
         Preflight.stagingFits(staging);
         MinioObjectStore client = new MinioObjectStore(store.config(spec.bucket()));
         StagingRegion region = null;
@@ -54,7 +76,11 @@ final class AgentSessions implements AgentSession.Factory {
             Namespace namespace = new Namespace(objects, spec.prefix(), ttl);
             AgentConfig config = new AgentConfig(spec.chunkSize(), Math.min(AgentConfig.DEFAULT_INITIAL_READAHEAD, spec.maxReadahead()),
                     spec.maxReadahead(), maxFetches, spec.dirPrefetch());
-            return new Session(new Agent(objects, index, config, namespace), client, tars, decompressed, region, index, namespace);
+            client.observeGets(getSeconds.labelValues(name, source)::observe);
+            Session session = new Session(name, source, new Agent(objects, index, config, namespace), client, tars, decompressed,
+                    region, index, namespace);
+            live.put(name, session);
+            return session;
         } catch (RuntimeException e) {
             if (region != null) {
                 region.close();
@@ -64,9 +90,34 @@ final class AgentSessions implements AgentSession.Factory {
         }
     }
 
-    private record Session(Agent agent, MinioObjectStore store, TarExpandingStore tars, DecompressedStore decompressed,
-                           StagingRegion region, ExtentIndex index,
-                           Namespace namespace) implements AgentSession {
+    private final class Session implements AgentSession {
+        private final String name;
+        private final String source;
+        private final Agent agent;
+        private final MinioObjectStore store;
+        private final TarExpandingStore tars;
+        private final DecompressedStore decompressed;
+        private final StagingRegion region;
+        private final ExtentIndex index;
+        private final Namespace namespace;
+
+        Session(String name, String source, Agent agent, MinioObjectStore store, TarExpandingStore tars,
+                DecompressedStore decompressed, StagingRegion region, ExtentIndex index, Namespace namespace) {
+            this.name = name;
+            this.source = source;
+            this.agent = agent;
+            this.store = store;
+            this.tars = tars;
+            this.decompressed = decompressed;
+            this.region = region;
+            this.index = index;
+            this.namespace = namespace;
+        }
+
+        @Override
+        public Agent agent() {
+            return agent;
+        }
 
         @Override
         public StagingLayout layout() {
@@ -83,6 +134,8 @@ final class AgentSessions implements AgentSession.Factory {
 
         @Override
         public void close() {
+            live.remove(name);
+            getSeconds.remove(name, source);
             agent.close();
             namespace.close();
             (decompressed != null ? decompressed : store).close(); // closes its decoders, then the store

@@ -7,7 +7,11 @@ import io.os2g.link.AgentLink;
 import io.os2g.link.InProcessLink;
 import io.os2g.link.LinkedListings;
 import io.os2g.link.SocketLink;
+import io.os2g.metrics.AgentCounters;
+import io.os2g.metrics.PrometheusMetrics;
 import io.os2g.metrics.ReadMetrics;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.os2g.namespace.Namespace;
 import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
@@ -40,18 +44,25 @@ final class Gateway implements AutoCloseable {
     private final Os2gFileSystem fs;
     private final FuseMount mount;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final Histogram getSeconds;
+    private HTTPServer metricsServer;
 
     /** What lies behind the link, closed after it. */
     private interface Backend {
         /** The agent's counters for {@code /.os2g/stats}; null when they cannot be had now. */
         Map<String, Object> stats();
 
+        /** The in-process agent's counters for the metrics endpoint; null in split mode (the agent serves its own). */
+        AgentCounters counters();
+
         /** Frees what the agent side holds; returns the agent's part of the unmount summary. */
         String close();
     }
 
-    private Gateway(MountConfig config, Namespace namespace, AgentLink link, Backend backend, ReadMetrics metrics) {
+    private Gateway(MountConfig config, Namespace namespace, AgentLink link, Backend backend, ReadMetrics metrics,
+                    Histogram getSeconds) {
         this.config = config;
+        this.getSeconds = getSeconds;
         this.namespace = namespace;
         this.link = link;
         this.backend = backend;
@@ -73,10 +84,17 @@ final class Gateway implements AutoCloseable {
             ObjectStore objects = decompressed != null ? decompressed : tars != null ? tars : store;
             Namespace namespace = new Namespace(objects, config.prefix(), config.metadataTtl());
             Agent agent = new Agent(objects, index, config.agent(), namespace);
+            Histogram getSeconds = PrometheusMetrics.getSeconds();
+            store.observeGets(getSeconds::observe);
             Backend backend = new Backend() {
                 @Override
                 public Map<String, Object> stats() {
                     return GatewayStats.agent(store, tars, decompressed, agent, index);
+                }
+
+                @Override
+                public AgentCounters counters() {
+                    return GatewayStats.counters(store, agent, index);
                 }
 
                 @Override
@@ -91,7 +109,7 @@ final class Gateway implements AutoCloseable {
                     return store.getCount() + " GETs, " + store.retryCount() + " retries, " + agent.prefetchedFiles() + " files prefetched";
                 }
             };
-            gateway = new Gateway(config, namespace, new InProcessLink(agent, index.view()), backend, new ReadMetrics());
+            gateway = new Gateway(config, namespace, new InProcessLink(agent, index.view()), backend, new ReadMetrics(), getSeconds);
         } catch (RuntimeException e) {
             region.close();
             throw e;
@@ -115,11 +133,16 @@ final class Gateway implements AutoCloseable {
                 }
 
                 @Override
+                public AgentCounters counters() {
+                    return null;
+                }
+
+                @Override
                 public String close() {
                     return "agent at unix:" + config.agentSocket();
                 }
             };
-            gateway = new Gateway(config, namespace, link, backend, new ReadMetrics());
+            gateway = new Gateway(config, namespace, link, backend, new ReadMetrics(), null);
         } catch (RuntimeException e) {
             link.close();
             throw e;
@@ -129,12 +152,18 @@ final class Gateway implements AutoCloseable {
 
     private Gateway start(String where) {
         try {
+            if (config.metricsAddress() != null) {
+                metricsServer = ServiceOptions.serveMetrics(config.metricsAddress(), PrometheusMetrics.forMount(metrics,
+                        getSeconds == null ? null : backend::counters, getSeconds));
+            }
             mount.start(fs);
         } catch (RuntimeException e) {
             close();
             throw e;
         }
-        LOG.info("mounted {}/{} at {} ({})", config.bucket(), config.prefix(), config.mountPoint(), where);
+        LOG.info("mounted {}/{} at {} ({}{})", config.bucket(), config.prefix(), config.mountPoint(), where,
+                metricsServer == null ? "" : "; metrics at http://" + config.metricsAddress().getHostString() + ":"
+                        + metricsServer.getPort() + "/metrics");
         return this;
     }
 
@@ -149,6 +178,9 @@ final class Gateway implements AutoCloseable {
             return;
         }
         mount.unmount();
+        if (metricsServer != null) {
+            metricsServer.close();
+        }
         namespace.close();
         link.close();
         String agentSide = backend.close();

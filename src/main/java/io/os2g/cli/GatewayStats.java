@@ -3,6 +3,7 @@ package io.os2g.cli;
 import io.os2g.agent.Agent;
 import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
+import io.os2g.metrics.AgentCounters;
 import io.os2g.metrics.ReadMetrics;
 import io.os2g.metrics.Stats;
 import io.os2g.staging.ExtentIndex;
@@ -40,6 +41,13 @@ final class GatewayStats {
         return m;
     }
 
+    /** The same counters for the Prometheus exposition. */
+    static AgentCounters counters(MinioObjectStore store, Agent agent, ExtentIndex index) {
+        return new AgentCounters(store.getCount(), store.getsInFlight(), store.retryCount(), agent.fetchedBytes(),
+                agent.failedFetches(), agent.prefetchedFiles(), index.capacityBytes(), index.freeBytes(),
+                index.inFlightBytes(), index.stagedChunks(), index.evictions());
+    }
+
     private static Map<String, Object> staging(ExtentIndex index) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("capacity_bytes", index.capacityBytes());
@@ -65,6 +73,7 @@ final class GatewayStats {
         doc.put("staging_hits", metrics.stagingHits());
         doc.put("staging_misses", metrics.stagingMisses());
         doc.put("errors", metrics.errors());
+        doc.put("errors_by_errno", metrics.errorsByErrno());
         doc.put("hint_lines", Map.of("accepted", metrics.hintsAccepted(), "rejected", metrics.hintsRejected()));
         Map<String, Object> process = new LinkedHashMap<>();
         process.put("cpu_seconds", cpu);

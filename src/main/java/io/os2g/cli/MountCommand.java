@@ -49,7 +49,9 @@ final class MountCommand implements Callable<Integer> {
     String agent;
 
     @Option(names = "-o", paramLabel = "OPTION[,OPTION...]", split = ",",
-            description = "FUSE mount options, e.g. allow_other (lets other users read the mount; off by default because the mount then serves the bucket with the credentials of whoever mounted it).")
+            description = {"Options as in /etc/fstab: any long option of this command with _ for -, e.g. endpoint=URL,metadata_ttl=forever,staging_size=8G;",
+                    "mount(8)'s own (_netdev, nofail, x-systemd.*) are ignored; the rest are FUSE options, e.g. allow_other (lets other users read the mount;",
+                    "off by default because the mount then serves the bucket with the credentials of whoever mounted it)."})
     List<String> fuseOptions = new ArrayList<>();
 
     @Option(names = "--uid", paramLabel = "UID", description = "Owner of files and directories (default: the caller).")
@@ -101,12 +103,12 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
     boolean help;
 
-    @Option(names = "--debug", description = "Debug logging, and stack traces on errors.")
-    boolean debug;
+    @Mixin
+    ServiceOptions service = new ServiceOptions();
 
     @Override
     public Integer call() throws Exception {
-        Logging.configure(debug);
+        service.configureLogging();
         MountConfig config = config();
         if (daemon) {
             return Daemon.detach(config.mountPoint());
@@ -231,7 +233,7 @@ final class MountCommand implements Callable<Integer> {
             }
         }
         return new MountConfig(storeConfig, bucket, prefix, ttl, stagingConfig, agentConfig, fs, mount, options,
-                agent == null ? null : agentSocket(agent), expandTar, decompress);
+                agent == null ? null : agentSocket(agent), expandTar, decompress, service.metricsAddress());
     }
 
     /** The socket path of {@code unix:PATH}. */

@@ -4,6 +4,7 @@ import io.os2g.agent.AgentConfig;
 import io.os2g.host.FsConfig;
 import io.os2g.staging.StagingConfig;
 import io.os2g.store.StoreConfig;
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -18,8 +19,9 @@ import java.util.List;
  * @param agentSocket the socket of the agent process serving this mount; null for an agent in this process
  * @param expandTar show each {@code NAME.tar} object also as a directory {@code NAME.tar.d/} of its members
  * @param decompress show each {@code NAME.gz} and {@code NAME.zst} object also as {@code NAME}, decompressed
+ * @param metricsAddress where to serve Prometheus metrics; null for nowhere
  */
 record MountConfig(StoreConfig store, String bucket, String prefix, Duration metadataTtl, StagingConfig staging,
                    AgentConfig agent, FsConfig fs, Path mountPoint, List<String> fuseOptions, Path agentSocket,
-                   boolean expandTar, boolean decompress) {
+                   boolean expandTar, boolean decompress, InetSocketAddress metricsAddress) {
 }

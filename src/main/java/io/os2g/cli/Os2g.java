@@ -43,6 +43,14 @@ public final class Os2g implements Runnable {
             System.err.println("os2g: " + e.getMessage() + " (" + command + " --help lists the options)");
             return USAGE;
         });
+        if (args.length > 0 && args[0].equals("mount")) {
+            try {
+                args = FstabOptions.expand(args, cli.getSubcommands().get("mount").getCommandSpec());
+            } catch (UsageError e) {
+                System.err.println("os2g: " + e.getMessage());
+                return USAGE;
+            }
+        }
         return cli.execute(args);
     }
 

@@ -108,10 +108,11 @@ final class Preflight {
         }
     }
 
+    /** Whether {@code command} is on PATH; without a PATH (mount(8) runs its helpers with none), the usual directories. */
     private static boolean onPath(String command) {
         String path = System.getenv("PATH");
-        if (path == null) {
-            return false;
+        if (path == null || path.isEmpty()) {
+            path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
         }
         for (String dir : path.split(":")) {
             if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, command))) {

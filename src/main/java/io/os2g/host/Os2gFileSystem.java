@@ -4,6 +4,7 @@ import io.os2g.Errno;
 import io.os2g.ErrnoException;
 import io.os2g.link.AgentLink;
 import io.os2g.link.OpenRequest;
+import io.os2g.WarningLimiter;
 import io.os2g.metrics.ReadMetrics;
 import io.os2g.namespace.Directory;
 import io.os2g.namespace.EntryName;
@@ -36,6 +37,7 @@ import org.slf4j.LoggerFactory;
 public final class Os2gFileSystem implements FuseOperations {
 
     private static final Logger LOG = LoggerFactory.getLogger(Os2gFileSystem.class);
+    private final WarningLimiter warnings = new WarningLimiter(LOG);
 
     /** O_ACCMODE and the access(2) write bit. */
     private static final int O_ACCMODE = 3;
@@ -252,6 +254,7 @@ public final class Os2gFileSystem implements FuseOperations {
             }
             return -Errno.EBADF;
         }
+        metrics.inFlight(1);
         try {
             // the kernel's buffer, native memory: copies into it are memcpy from the staging segment
             MemorySegment target = MemorySegment.ofBuffer(buf);
@@ -259,8 +262,9 @@ public final class Os2gFileSystem implements FuseOperations {
             buf.position(buf.position() + n);
             return n;
         } catch (RuntimeException e) {
-            metrics.error();
             return fail("read", path, e);
+        } finally {
+            metrics.inFlight(-1);
         }
     }
 
@@ -392,13 +396,16 @@ public final class Os2gFileSystem implements FuseOperations {
         return -Errno.EROFS;
     }
 
-    private static int fail(String op, String path, RuntimeException e) {
+    /** The errno for a failed operation, counted by errno and logged (a few lines per kind and minute). */
+    private int fail(String op, String path, RuntimeException e) {
         if (e instanceof ErrnoException errno) {
             if (errno.errno() != Errno.ENOENT) {
-                LOG.warn("{} {}: {}", op, path, e.getMessage());
+                metrics.error(errno.errno());
+                warnings.warn(op + " " + errno.errno(), "{} {}: {}", op, path, e.getMessage());
             }
             return -errno.errno();
         }
+        metrics.error(Errno.EIO);
         LOG.error("{} {} failed", op, path, e);
         return -Errno.EIO;
     }

@@ -1,5 +1,9 @@
 package io.os2g.metrics;
 
+import io.os2g.Errno;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
 /** The shim's read counters; cheap to bump from many FUSE threads at once. */
@@ -8,7 +12,8 @@ public final class ReadMetrics {
     private final LongAdder reads = new LongAdder();
     private final LongAdder stagingHits = new LongAdder();
     private final LongAdder stagingMisses = new LongAdder();
-    private final LongAdder errors = new LongAdder();
+    private final ConcurrentHashMap<Integer, LongAdder> errors = new ConcurrentHashMap<>();
+    private final LongAdder requestsInFlight = new LongAdder();
     private final LongAdder hintsAccepted = new LongAdder();
     private final LongAdder hintsRejected = new LongAdder();
 
@@ -25,8 +30,18 @@ public final class ReadMetrics {
         stagingMisses.increment();
     }
 
-    public void error() {
-        errors.increment();
+    /** An operation on a file failed with {@code errno} (not counted: lookups of names that do not exist). */
+    public void error(int errno) {
+        errors.computeIfAbsent(errno, e -> new LongAdder()).increment();
+    }
+
+    /** A FUSE request started ({@code +1}) or answered ({@code -1}). */
+    public void inFlight(int delta) {
+        requestsInFlight.add(delta);
+    }
+
+    public long requestsInFlight() {
+        return requestsInFlight.sum();
     }
 
     public long bytesServed() {
@@ -46,7 +61,14 @@ public final class ReadMetrics {
     }
 
     public long errors() {
-        return errors.sum();
+        return errors.values().stream().mapToLong(LongAdder::sum).sum();
+    }
+
+    /** Failed operations by errno name ("EIO"), names in order. */
+    public Map<String, Long> errorsByErrno() {
+        Map<String, Long> byName = new TreeMap<>();
+        errors.forEach((errno, count) -> byName.put(Errno.name(errno), count.sum()));
+        return byName;
     }
 
     /** A line written to a hint file named a file of the mount. */

@@ -25,6 +25,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.DoubleConsumer;
 import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLHandshakeException;
 import javax.net.ssl.SSLPeerUnverifiedException;
@@ -51,6 +52,8 @@ public final class MinioObjectStore implements ObjectStore {
     private final RangedGet rangedGet;
     private final LongAdder gets = new LongAdder();
     private final LongAdder retries = new LongAdder();
+    private final LongAdder getsInFlight = new LongAdder();
+    private volatile DoubleConsumer getSeconds = seconds -> { };
 
     public MinioObjectStore(StoreConfig config) {
         this.config = config;
@@ -125,6 +128,16 @@ public final class MinioObjectStore implements ObjectStore {
         return gets.sum();
     }
 
+    /** GET requests sent and not yet answered in full. */
+    public long getsInFlight() {
+        return getsInFlight.sum();
+    }
+
+    /** From now on, the duration in seconds of every GET attempt (request to last body byte) goes to {@code observer}. */
+    public void observeGets(DoubleConsumer observer) {
+        this.getSeconds = observer;
+    }
+
     /** Attempts that failed transiently and were tried again. */
     public long retryCount() {
         return retries.sum();
@@ -173,10 +186,15 @@ public final class MinioObjectStore implements ObjectStore {
     public void read(String key, long offset, long length, String etag, BodyReader reader) {
         withRetries("get", key, () -> {
             gets.increment();
+            getsInFlight.increment();
+            long start = System.nanoTime();
             try {
                 rangedGet.read(key, offset, length, etag, reader);
             } catch (Exception e) {
                 throw classify(e, key + " [" + offset + ", +" + length + ")");
+            } finally {
+                getsInFlight.decrement();
+                getSeconds.accept((System.nanoTime() - start) / 1e9);
             }
             return null;
         });

@@ -73,7 +73,7 @@ class SplitModeTest {
         AgentCommand command = new AgentCommand();
         new picocli.CommandLine(command).parseArgs("--listen", "unix:" + socket, "--endpoint", s3.endpoint().toString(),
                 "--credentials-file", credentials.toString(), "--request-timeout", "2", "--retries", "1");
-        return AgentServer.listen(socket, new AgentSessions(command.store, stagingParent, 8));
+        return AgentServer.listen(socket, new AgentSessions(command.store, stagingParent, 8, io.os2g.metrics.PrometheusMetrics.getSeconds("mount", "source")));
     }
 
     @AfterEach

@@ -1,0 +1,120 @@
+package io.os2g.metrics;
+
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.instrumentation.jvm.ProcessMetrics;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.util.List;
+import java.util.function.Supplier;
+import java.util.function.ToLongFunction;
+
+/**
+ * The Prometheus view of a mount's or an agent's counters ({@code --metrics-port}). Everything but the
+ * GET duration histogram is read from the counters os2g keeps anyway when a scrape comes, so the read
+ * path pays nothing for it. Names follow Prometheus conventions: {@code os2g_} prefix, base units,
+ * {@code _total} for counters.
+ */
+public final class PrometheusMetrics {
+
+    /** 1 ms to 20 s: a staged-from-a-nearby-server small file to an 8 MiB chunk over a slow link, and the deadline. */
+    private static final double[] GET_SECONDS_BOUNDS = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20};
+
+    private PrometheusMetrics() {
+    }
+
+    /** The histogram of GET durations (request to last body byte) that the stores of this process observe into. */
+    public static Histogram getSeconds(String... labelNames) {
+        return Histogram.builder()
+                .name("os2g_get_seconds")
+                .help("Duration of one GET attempt to the object store, from the request to the last byte of its body staged")
+                .labelNames(labelNames)
+                .classicOnly()
+                .classicUpperBounds(GET_SECONDS_BOUNDS)
+                .build();
+    }
+
+    /**
+     * A mount's registry: what its shim served; with the agent in process ({@code agent} not null), the
+     * agent side too.
+     */
+    public static PrometheusRegistry forMount(ReadMetrics shim, Supplier<AgentCounters> agent, Histogram gets) {
+        PrometheusRegistry registry = new PrometheusRegistry();
+        counter(registry, "os2g_bytes_served", "Bytes returned to readers", shim::bytesServed);
+        counter(registry, "os2g_reads", "Read requests answered", shim::reads);
+        counter(registry, "os2g_staging_hits", "Reads served from the staging region without waiting", shim::stagingHits);
+        counter(registry, "os2g_staging_misses", "Reads that waited for a fetch", shim::stagingMisses);
+        CounterWithCallback.builder()
+                .name("os2g_errors")
+                .help("File operations that failed, by the errno returned (lookups of missing names not counted)")
+                .labelNames("errno")
+                .callback(cb -> shim.errorsByErrno().forEach((errno, n) -> cb.call(n, errno)))
+                .register(registry);
+        gauge(registry, "os2g_reads_in_flight", "Read requests being answered now", shim::requestsInFlight);
+        if (agent != null) {
+            agentMetrics(registry, cb -> cb.accept(agent.get(), new String[0]));
+            registry.register(gets);
+        }
+        ProcessMetrics.builder().register(registry);
+        return registry;
+    }
+
+    /**
+     * An agent process's registry: one series per mount it serves, labelled {@code mount} (its staging
+     * region's name) and {@code source} (BUCKET/PREFIX).
+     */
+    public static PrometheusRegistry forAgent(Supplier<List<ServedMount>> mounts, Histogram gets) {
+        PrometheusRegistry registry = new PrometheusRegistry();
+        agentMetrics(registry, each -> mounts.get().forEach(m -> each.accept(m.counters(), new String[] {m.mount(), m.source()})),
+                "mount", "source");
+        registry.register(gets);
+        ProcessMetrics.builder().register(registry);
+        return registry;
+    }
+
+    /** One mount an agent serves: its staging region's name, BUCKET/PREFIX, and its counters now. */
+    public record ServedMount(String mount, String source, AgentCounters counters) {
+    }
+
+    /** Calls its argument once per (counters, label values) to expose. */
+    private interface Series {
+        void forEach(java.util.function.BiConsumer<AgentCounters, String[]> each);
+    }
+
+    private static void agentMetrics(PrometheusRegistry registry, Series series, String... labels) {
+        agentCounter(registry, series, labels, "os2g_gets", "GET requests sent to the object store, retries included", AgentCounters::gets);
+        agentCounter(registry, series, labels, "os2g_get_retries", "GET, LIST and HEAD attempts that failed transiently and were tried again", AgentCounters::retries);
+        agentCounter(registry, series, labels, "os2g_fetched_bytes", "Bytes fetched from the object store into staging", AgentCounters::fetchedBytes);
+        agentCounter(registry, series, labels, "os2g_failed_fetches", "Chunk fetches that failed after their retries", AgentCounters::failedFetches);
+        agentCounter(registry, series, labels, "os2g_prefetched_files", "Files staged ahead of their open (directory prefetch and hints)", AgentCounters::prefetchedFiles);
+        agentCounter(registry, series, labels, "os2g_staging_evictions", "Staged chunks evicted to make room", AgentCounters::evictions);
+        agentGauge(registry, series, labels, "os2g_gets_in_flight", "GET requests in flight now", AgentCounters::getsInFlight);
+        agentGauge(registry, series, labels, "os2g_staging_capacity_bytes", "Size of the staging region", AgentCounters::stagingCapacityBytes);
+        agentGauge(registry, series, labels, "os2g_staging_used_bytes", "Staging bytes holding staged or in-flight chunks",
+                c -> c.stagingCapacityBytes() - c.stagingFreeBytes());
+        agentGauge(registry, series, labels, "os2g_staging_in_flight_bytes", "Staging bytes reserved by fetches in flight", AgentCounters::stagingInFlightBytes);
+        agentGauge(registry, series, labels, "os2g_staged_chunks", "Chunks staged and readable now", AgentCounters::stagedChunks);
+    }
+
+    private static void agentCounter(PrometheusRegistry registry, Series series, String[] labels, String name, String help,
+                                     ToLongFunction<AgentCounters> value) {
+        CounterWithCallback.builder().name(name).help(help).labelNames(labels)
+                .callback(cb -> series.forEach((c, labelValues) -> cb.call(value.applyAsLong(c), labelValues)))
+                .register(registry);
+    }
+
+    private static void agentGauge(PrometheusRegistry registry, Series series, String[] labels, String name, String help,
+                                   ToLongFunction<AgentCounters> value) {
+        GaugeWithCallback.builder().name(name).help(help).labelNames(labels)
+                .callback(cb -> series.forEach((c, labelValues) -> cb.call(value.applyAsLong(c), labelValues)))
+                .register(registry);
+    }
+
+    private static void counter(PrometheusRegistry registry, String name, String help, Supplier<Long> value) {
+        CounterWithCallback.builder().name(name).help(help).callback(cb -> cb.call(value.get())).register(registry);
+    }
+
+    private static void gauge(PrometheusRegistry registry, String name, String help, Supplier<Long> value) {
+        GaugeWithCallback.builder().name(name).help(help).callback(cb -> cb.call(value.get())).register(registry);
+    }
+}
