@@ -102,7 +102,7 @@ def test_a_new_list_replaces_the_old_one_and_bad_lines_are_skipped_and_counted(s
 
 def test_the_control_directory_is_hidden_and_a_key_under_it_is_reported_shadowed(small_mount):
     assert ".os2g" not in os.listdir(small_mount.path)
-    assert sorted(os.listdir(small_mount.path / ".os2g")) == ["prefetch", "stats", "warm"]
+    assert sorted(os.listdir(small_mount.path / ".os2g")) == ["extents", "prefetch", "stats", "warm"]
     os.listdir(small_mount.path)
     assert small_mount.output().count("shadowed") == 1
     with pytest.raises(PermissionError):

@@ -4,13 +4,16 @@ package io.os2g;
 public final class Errno {
     public static final int ENOENT = 2;
     public static final int EIO = 5;
+    public static final int E2BIG = 7;
     public static final int EBADF = 9;
     public static final int EAGAIN = 11;
     public static final int EACCES = 13;
     public static final int ENOTDIR = 20;
     public static final int EISDIR = 21;
     public static final int EINVAL = 22;
+    public static final int EFBIG = 27;
     public static final int EROFS = 30;
+    public static final int ERANGE = 34;
     public static final int ENAMETOOLONG = 36;
     public static final int ENODATA = 61;
     public static final int ETIMEDOUT = 110;
@@ -23,6 +26,9 @@ public final class Errno {
         return switch (errno) {
             case ENOENT -> "ENOENT";
             case EIO -> "EIO";
+            case E2BIG -> "E2BIG";
+            case EFBIG -> "EFBIG";
+            case ERANGE -> "ERANGE";
             case EBADF -> "EBADF";
             case EAGAIN -> "EAGAIN";
             case EACCES -> "EACCES";

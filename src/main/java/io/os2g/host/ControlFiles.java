@@ -21,6 +21,8 @@ import org.cryptomator.jfuse.api.FileInfo;
  * <li>{@code prefetch} takes paths, one per line, in the order readers will open them; the agent
  *     stages them a bounded window ahead of the readers ({@link HintWriter}).
  * <li>{@code warm} takes paths the same way; the agent stages all of them ({@code os2g warm}).
+ * <li>{@code extents} (read-write, the mount owner's) takes paths and answers, from offset 0, where
+ *     each file's staged bytes lie, leased until it is closed ({@link ExtentQuery}).
  * </ul>
  * Opening {@code prefetch} or {@code warm} with O_TRUNC (a shell's {@code >}, Python's {@code "w"})
  * replaces the paths not yet staged; without it ({@code >>}, {@code "a"}) they are added at the end.
@@ -31,7 +33,10 @@ final class ControlFiles {
     static final String STATS = DIR + "/stats";
     static final String PREFETCH = DIR + "/prefetch";
     static final String WARM = DIR + "/warm";
-    static final List<String> NAMES = List.of("stats", "prefetch", "warm");
+    static final String EXTENTS = DIR + "/extents";
+    static final List<String> NAMES = List.of("stats", "prefetch", "warm", "extents");
+    private static final int O_ACCMODE = 3;
+    private static final int O_RDWR = 2;
 
     private static final int O_TRUNC = 0x200;
 
@@ -42,9 +47,13 @@ final class ControlFiles {
     private final String mountPoint;
     private final ConcurrentHashMap<Long, byte[]> snapshots = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, HintWriter> writers = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Long, ExtentQuery> queries = new ConcurrentHashMap<>();
+    private final StagedReader reader;
 
-    ControlFiles(Supplier<String> stats, Namespace namespace, AgentLink link, ReadMetrics metrics, String mountPoint) {
+    ControlFiles(Supplier<String> stats, Namespace namespace, AgentLink link, ReadMetrics metrics, String mountPoint,
+                 StagedReader reader) {
         this.stats = stats;
+        this.reader = reader;
         this.namespace = namespace;
         this.link = link;
         this.metrics = metrics;
@@ -60,7 +69,12 @@ final class ControlFiles {
     }
 
     static boolean isFile(String path) {
-        return path.equals(STATS) || isWritable(path);
+        return path.equals(STATS) || path.equals(EXTENTS) || isWritable(path);
+    }
+
+    /** Permission bits: anyone may hint; the extents query is the owner's (only the owner can map the segments). */
+    static int mode(String path) {
+        return path.equals(EXTENTS) ? 0600 : isWritable(path) ? 0222 : 0444;
     }
 
     /** The files that take paths (mode 0222: any user of the mount may hint). */
@@ -70,11 +84,19 @@ final class ControlFiles {
 
     /** Size getattr reports: 0 when reads are direct (the kernel then asks regardless), else a fresh snapshot's. */
     long size(String path) {
-        return isWritable(path) || FileInfoFlags.supported() ? 0 : snapshot().length;
+        return isWritable(path) || path.equals(EXTENTS) || FileInfoFlags.supported() ? 0 : snapshot().length;
     }
 
     /** Opens a control file; returns 0 or a negated errno. */
     int open(String path, long fh, FileInfo fi, boolean forWriting) {
+        if (path.equals(EXTENTS)) {
+            if ((fi.getFlags() & O_ACCMODE) != O_RDWR) {
+                return -Errno.EACCES; // paths go in, answers come out: O_RDWR
+            }
+            queries.put(fh, new ExtentQuery(namespace, link, reader, mountPoint));
+            FileInfoFlags.setDirectIo(fi);
+            return 0;
+        }
         if (isWritable(path)) {
             if (!forWriting) {
                 return -Errno.EACCES;
@@ -94,6 +116,10 @@ final class ControlFiles {
 
     /** Bytes of the open snapshot from {@code offset}, at most {@code size}. */
     byte[] read(long fh, long offset, long size) {
+        ExtentQuery query = queries.get(fh);
+        if (query != null) {
+            return query.read(offset, size);
+        }
         byte[] snapshot = snapshots.getOrDefault(fh, new byte[0]);
         int from = (int) Math.min(offset, snapshot.length);
         int to = (int) Math.min(snapshot.length, from + size);
@@ -102,6 +128,12 @@ final class ControlFiles {
 
     /** Takes a write to {@code prefetch} or {@code warm}; returns the count taken or a negated errno. */
     int write(long fh, ByteBuffer bytes) {
+        ExtentQuery query = queries.get(fh);
+        if (query != null) {
+            int n = bytes.remaining();
+            query.write(bytes);
+            return n;
+        }
         HintWriter writer = writers.get(fh);
         if (writer == null) {
             return -Errno.EBADF;
@@ -112,6 +144,11 @@ final class ControlFiles {
     }
 
     boolean release(long fh) {
+        ExtentQuery query = queries.remove(fh);
+        if (query != null) {
+            query.close();
+            return true;
+        }
         HintWriter writer = writers.remove(fh);
         if (writer != null) {
             writer.close();
@@ -121,7 +158,7 @@ final class ControlFiles {
     }
 
     boolean isOpen(long fh) {
-        return snapshots.containsKey(fh) || writers.containsKey(fh);
+        return snapshots.containsKey(fh) || writers.containsKey(fh) || queries.containsKey(fh);
     }
 
     private byte[] snapshot() {

@@ -100,24 +100,16 @@ final class HintWriter {
             reject(text.substring(0, 64) + "...", "longer than " + MAX_LINE + " bytes");
             return;
         }
-        String path = text.startsWith(mountPoint + "/") ? text.substring(mountPoint.length()) : text;
-        StringBuilder clean = new StringBuilder();
-        for (String part : path.split("/")) {
-            if (part.equals("..")) {
-                reject(text, "'..' is not allowed");
-                return;
-            }
-            if (!part.isEmpty() && !part.equals(".")) {
-                clean.append('/').append(part);
-            }
-        }
-        if (clean.isEmpty() || ControlFiles.owns(clean.toString())) {
-            reject(text, "not a file of the bucket");
+        String clean;
+        try {
+            clean = mountPath(text, mountPoint);
+        } catch (IllegalArgumentException e) {
+            reject(text, e.getMessage());
             return;
         }
         Node node;
         try {
-            node = namespace.resolve(clean.toString());
+            node = namespace.resolve(clean);
         } catch (RuntimeException e) {
             reject(text, e instanceof ErrnoException ? e.getMessage() : e.toString());
             return;
@@ -131,6 +123,29 @@ final class HintWriter {
         if (batch.size() >= BATCH) {
             send(false);
         }
+    }
+
+    /**
+     * A line written to a control file as a path of the mount ({@code /train/a.jpg}): relative to the
+     * mount, or absolute under its mount point.
+     *
+     * @throws IllegalArgumentException with the reason, for {@code ..} or what names no file of the bucket
+     */
+    static String mountPath(String text, String mountPoint) {
+        String path = text.startsWith(mountPoint + "/") ? text.substring(mountPoint.length()) : text;
+        StringBuilder clean = new StringBuilder();
+        for (String part : path.split("/")) {
+            if (part.equals("..")) {
+                throw new IllegalArgumentException("'..' is not allowed");
+            }
+            if (!part.isEmpty() && !part.equals(".")) {
+                clean.append('/').append(part);
+            }
+        }
+        if (clean.isEmpty() || ControlFiles.owns(clean.toString())) {
+            throw new IllegalArgumentException("not a file of the bucket");
+        }
+        return clean.toString();
     }
 
     private void reject(String text, String reason) {

@@ -13,6 +13,7 @@ import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkLayout;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.EnumSet;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -38,6 +39,10 @@ public final class Os2gFileSystem implements FuseOperations {
 
     private static final Logger LOG = LoggerFactory.getLogger(Os2gFileSystem.class);
     private final WarningLimiter warnings = new WarningLimiter(LOG);
+    /** The extended attribute that leases a staged file's extents (see {@link #getxattr}). */
+    static final String EXTENTS_XATTR = "user.os2g.extents";
+    /** Linux's bound on an extended attribute's value. */
+    private static final int XATTR_SIZE_MAX = 65536;
 
     /** O_ACCMODE and the access(2) write bit. */
     private static final int O_ACCMODE = 3;
@@ -52,6 +57,8 @@ public final class Os2gFileSystem implements FuseOperations {
     private final ReadMetrics metrics;
     private final StagedReader reader;
     private final ConcurrentHashMap<Long, OpenHandle> handles = new ConcurrentHashMap<>();
+    /** Extent leases by inode, each held while the file has an open handle. */
+    private final ConcurrentHashMap<Long, ExtentLease> leases = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
     /** Whether a bucket's own {@code .os2g/} was logged as hidden by the control directory (once). */
     private volatile boolean shadowReported;
@@ -64,12 +71,12 @@ public final class Os2gFileSystem implements FuseOperations {
                           FsConfig config, ReadMetrics metrics, org.cryptomator.jfuse.api.Errno errnos,
                           Supplier<String> stats) {
         this.errnos = errnos;
-        this.control = new ControlFiles(stats, namespace, link, metrics, config.mountPoint());
         this.namespace = namespace;
         this.link = link;
         this.config = config;
         this.metrics = metrics;
         this.reader = new StagedReader(link, layout, metrics, config.readDeadline());
+        this.control = new ControlFiles(stats, namespace, link, metrics, config.mountPoint(), reader);
     }
 
     /**
@@ -132,7 +139,7 @@ public final class Os2gFileSystem implements FuseOperations {
             return 0;
         }
         if (ControlFiles.isFile(path)) {
-            stat.setMode(Stat.S_IFREG | (ControlFiles.isWritable(path) ? 0222 : 0444));
+            stat.setMode(Stat.S_IFREG | ControlFiles.mode(path));
             stat.setSize(control.size(path));
             return 0;
         }
@@ -272,6 +279,13 @@ public final class Os2gFileSystem implements FuseOperations {
     public int release(String path, FileInfo fi) {
         OpenHandle handle = handles.remove(fi.getFh());
         if (handle != null) {
+            long inode = handle.file().inode();
+            if (leases.containsKey(inode) && openHandleOf(inode) == null) {
+                ExtentLease lease = leases.remove(inode);
+                if (lease != null) {
+                    lease.close(); // the file's last descriptor in this mount is closed
+                }
+            }
             link.release(handle.agentHandle());
         } else {
             try {
@@ -297,7 +311,7 @@ public final class Os2gFileSystem implements FuseOperations {
 
     @Override
     public int access(String path, int mask) {
-        if ((mask & W_OK) != 0 && !ControlFiles.isWritable(path)) {
+        if ((mask & W_OK) != 0 && !ControlFiles.isWritable(path) && !path.equals(ControlFiles.EXTENTS)) {
             return -Errno.EROFS;
         }
         if (ControlFiles.owns(path)) {
@@ -311,14 +325,77 @@ public final class Os2gFileSystem implements FuseOperations {
         }
     }
 
+    /**
+     * {@value #EXTENTS_XATTR} of a file that is open in this mount: the file is staged whole and pinned,
+     * and the value says where its bytes lie ({@link ExtentLease#json}). The lease lasts while any
+     * descriptor of the file is open in this mount, and ends when the last one is closed. On a file
+     * nobody has open, ENODATA; beyond the xattr size limit, E2BIG (ask {@code /.os2g/extents} instead).
+     */
     @Override
     public int getxattr(String path, String name, ByteBuffer value) {
-        return -Errno.ENODATA;
+        if (!name.equals(EXTENTS_XATTR) || ControlFiles.owns(path)) {
+            return -Errno.ENODATA;
+        }
+        try {
+            if (!(namespace.resolve(path) instanceof Node.File file)) {
+                return -Errno.ENODATA;
+            }
+            OpenHandle handle = openHandleOf(file.inode());
+            if (handle == null) {
+                return -Errno.ENODATA;
+            }
+            ExtentLease lease = leases.computeIfAbsent(file.inode(), inode -> reader.lease(handle));
+            if (openHandleOf(file.inode()) == null && leases.remove(file.inode(), lease)) {
+                lease.close(); // the last descriptor closed while the lease was taken
+                return -Errno.ENODATA;
+            }
+            byte[] bytes = lease.json().getBytes(StandardCharsets.UTF_8);
+            if (bytes.length > XATTR_SIZE_MAX) {
+                return -Errno.E2BIG;
+            }
+            if (value.capacity() == 0) {
+                return bytes.length; // the caller asks for the size first
+            }
+            if (value.remaining() < bytes.length) {
+                return -Errno.ERANGE;
+            }
+            value.put(bytes);
+            return bytes.length;
+        } catch (RuntimeException e) {
+            return fail("getxattr", path, e);
+        }
+    }
+
+    private OpenHandle openHandleOf(long inode) {
+        for (OpenHandle h : handles.values()) {
+            if (h.file().inode() == inode) {
+                return h;
+            }
+        }
+        return null;
     }
 
     @Override
     public int listxattr(String path, ByteBuffer list) {
-        return 0;
+        if (ControlFiles.owns(path)) {
+            return 0;
+        }
+        try {
+            if (!(namespace.resolve(path) instanceof Node.File)) {
+                return 0;
+            }
+        } catch (RuntimeException e) {
+            return fail("listxattr", path, e);
+        }
+        byte[] names = (EXTENTS_XATTR + "\0").getBytes(StandardCharsets.UTF_8);
+        if (list.capacity() == 0) {
+            return names.length;
+        }
+        if (list.remaining() < names.length) {
+            return -Errno.ERANGE;
+        }
+        list.put(names);
+        return names.length;
     }
 
     // Everything below would change the tree: a read-only mount refuses it.

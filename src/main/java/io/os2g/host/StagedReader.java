@@ -12,6 +12,8 @@ import io.os2g.staging.StagingView;
 import io.os2g.staging.StagedChunk;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -65,6 +67,30 @@ final class StagedReader {
         int served = (int) (end - Math.min(offset, end));
         metrics.served(served);
         return served;
+    }
+
+    /**
+     * Stages every chunk of the open file and pins them all, for a consumer that maps the staged bytes
+     * in place. A file larger than half the staging region is refused (EFBIG): pinning it would starve
+     * every other reader.
+     */
+    ExtentLease lease(OpenHandle handle) {
+        Node.File file = handle.file();
+        StagingView staging = link.staging();
+        if (file.size() > staging.capacity() / 2) {
+            throw new ReadException(Errno.EFBIG, file.key() + " (" + file.size() + " bytes) is larger than half the staging region ("
+                    + staging.capacity() + " bytes): read it instead of mapping it", null);
+        }
+        List<StagedChunk> pinned = new ArrayList<>();
+        try {
+            for (long position = 0; position < file.size(); position = layout.start(layout.index(position) + 1)) {
+                pinned.add(pin(staging, handle, new ChunkKey(file.inode(), layout.index(position)), position, file.size()));
+            }
+            return new ExtentLease(staging, pinned, file.size(), file.etag());
+        } catch (RuntimeException e) {
+            pinned.forEach(chunk -> release(staging, chunk));
+            throw e;
+        }
     }
 
     private static void release(StagingView staging, StagedChunk staged) {

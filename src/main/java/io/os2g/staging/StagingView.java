@@ -2,6 +2,8 @@ package io.os2g.staging;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * What a reader needs of a staging region: find a staged chunk, pin it, copy from it, let it go.
@@ -70,6 +72,33 @@ public final class StagingView implements AutoCloseable {
             length -= n;
             within = 0;
         }
+    }
+
+    /**
+     * Where a pinned chunk's bytes lie, in chunk order: one extent per run of pages side by side in a
+     * segment. Valid while the chunk stays pinned.
+     */
+    public List<Extent> extents(StagedChunk chunk) {
+        List<Extent> extents = new ArrayList<>();
+        int pageSize = region.pageSize();
+        int pages = (int) ((chunk.length() + pageSize - 1) / pageSize);
+        long remaining = chunk.length();
+        int index = 0;
+        while (index < pages) {
+            int first = table.page(chunk.slot(), index++);
+            long n = Math.min(remaining, pageSize);
+            for (int last = first; index < pages && region.adjacent(last, table.page(chunk.slot(), index)); last++, index++) {
+                n += Math.min(remaining - n, pageSize);
+            }
+            extents.add(new Extent(region.segmentFile(first), region.offsetInSegment(first), n));
+            remaining -= n;
+        }
+        return extents;
+    }
+
+    /** Bytes the region holds: staged, in flight and free together. */
+    public long capacity() {
+        return region.config().capacity();
     }
 
     public void release(StagedChunk chunk) {

@@ -132,7 +132,7 @@ class GatewayMountTest {
         }
         assertErofs(() -> Files.writeString(mnt.resolve(".os2g/stats"), "x"));
         try (Stream<Path> control = Files.list(mnt.resolve(".os2g"))) {
-            assertEquals(List.of("prefetch", "stats", "warm"), control.map(p -> p.getFileName().toString()).sorted().toList());
+            assertEquals(List.of("extents", "prefetch", "stats", "warm"), control.map(p -> p.getFileName().toString()).sorted().toList());
         }
     }
 
