@@ -41,6 +41,10 @@ final class AgentCommand implements Callable<Integer> {
     @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
     boolean help;
 
+    @Option(names = "--gpu", paramLabel = "DEVICE",
+            description = "Register each mount's staging region with CUDA device DEVICE (page-locked, GPU-visible), unless the mount asks for another.")
+    Integer gpu;
+
     @Mixin
     ServiceOptions service = new ServiceOptions();
 
@@ -57,6 +61,12 @@ final class AgentCommand implements Callable<Integer> {
             System.setProperty("jdk.virtualThreadScheduler.parallelism", Integer.toString(cpus));
             System.setProperty("jdk.virtualThreadScheduler.maxPoolSize", Integer.toString(cpus));
         }
+        if (gpu != null) {
+            if (gpu < 0) {
+                throw new UsageError("--gpu must be a CUDA device number (0, 1, ...): " + gpu);
+            }
+            Gpus.device(gpu); // no driver or no such device: refused now, not at the first mount
+        }
         store.config("probe"); // endpoint, credentials and TLS options are checked now, not at the first mount
         Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize()
                 : Path.of("/dev/shm/os2g", "agent-" + MountCommand.mountId(socket));
@@ -67,7 +77,8 @@ final class AgentCommand implements Callable<Integer> {
             throw new UsageError(e.getMessage());
         }
         InetSocketAddress metricsAddress = service.metricsAddress();
-        AgentSessions sessions = new AgentSessions(store, parent, fetches, PrometheusMetrics.getSeconds("mount", "source"));
+        AgentSessions sessions = new AgentSessions(store, parent, fetches, PrometheusMetrics.getSeconds("mount", "source"),
+                gpu == null ? -1 : gpu);
         AgentServer server;
         try {
             server = AgentServer.listen(socket, sessions);

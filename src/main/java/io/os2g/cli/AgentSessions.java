@@ -13,6 +13,7 @@ import io.os2g.namespace.Namespace;
 import io.os2g.staging.ExtentIndex;
 import io.os2g.staging.StagingConfig;
 import io.os2g.staging.StagingDirectory;
+import io.os2g.staging.GpuRegistration;
 import io.os2g.staging.StagingRegion;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.ObjectStore;
@@ -37,8 +38,14 @@ final class AgentSessions implements AgentSession.Factory {
     private final Histogram getSeconds;
     private final Map<String, Session> live = new ConcurrentSkipListMap<>();
 
-    /** @param getSeconds the histogram, labelled mount and source, that every session's GETs are timed into */
-    AgentSessions(StoreOptions store, StagingDirectory parent, int maxFetches, Histogram getSeconds) {
+    private final int defaultGpu;
+
+    /**
+     * @param getSeconds the histogram, labelled mount and source, that every session's GETs are timed into
+     * @param defaultGpu the CUDA device regions are registered with when a mount asks for none; -1 for none
+     */
+    AgentSessions(StoreOptions store, StagingDirectory parent, int maxFetches, Histogram getSeconds, int defaultGpu) {
+        this.defaultGpu = defaultGpu;
         this.store = store;
         this.parent = parent;
         this.maxFetches = maxFetches;
@@ -65,9 +72,12 @@ final class AgentSessions implements AgentSession.Factory {
         Preflight.stagingFits(staging);
         MinioObjectStore client = new MinioObjectStore(store.config(spec.bucket()));
         StagingRegion region = null;
+        GpuRegistration gpu = null;
         try {
             Preflight.storeAnswers(client, client.endpoint(), spec.prefix());
             region = StagingRegion.create(staging);
+            int device = spec.gpuDevice() >= 0 ? spec.gpuDevice() : defaultGpu;
+            gpu = device < 0 ? null : Gpus.register(device, region);
             ExtentIndex index = new ExtentIndex(region, spec.chunkSize());
             Duration ttl = spec.metadataTtlSeconds() < 0 ? null : Duration.ofSeconds(spec.metadataTtlSeconds());
             TarExpandingStore tars = spec.expandTar() ? new TarExpandingStore(client) : null;
@@ -78,10 +88,13 @@ final class AgentSessions implements AgentSession.Factory {
                     spec.maxReadahead(), maxFetches, spec.dirPrefetch());
             client.observeGets(getSeconds.labelValues(name, source)::observe);
             Session session = new Session(name, source, new Agent(objects, index, config, namespace), client, tars, decompressed,
-                    region, index, namespace);
+                    region, gpu, index, namespace);
             live.put(name, session);
             return session;
         } catch (RuntimeException e) {
+            if (gpu != null) {
+                gpu.close();
+            }
             if (region != null) {
                 region.close();
             }
@@ -98,11 +111,13 @@ final class AgentSessions implements AgentSession.Factory {
         private final TarExpandingStore tars;
         private final DecompressedStore decompressed;
         private final StagingRegion region;
+        private final GpuRegistration gpu;
         private final ExtentIndex index;
         private final Namespace namespace;
 
         Session(String name, String source, Agent agent, MinioObjectStore store, TarExpandingStore tars,
-                DecompressedStore decompressed, StagingRegion region, ExtentIndex index, Namespace namespace) {
+                DecompressedStore decompressed, StagingRegion region, GpuRegistration gpu, ExtentIndex index, Namespace namespace) {
+            this.gpu = gpu;
             this.name = name;
             this.source = source;
             this.agent = agent;
@@ -129,6 +144,9 @@ final class AgentSessions implements AgentSession.Factory {
         public String statsJson() {
             Map<String, Object> agentPart = GatewayStats.agent(store, tars, decompressed, agent, index);
             agentPart.put("cpu_seconds", Stats.processCpuSeconds());
+            if (gpu != null) {
+                agentPart.put("gpu", Gpus.stats(gpu));
+            }
             return Stats.json(agentPart);
         }
 
@@ -139,6 +157,9 @@ final class AgentSessions implements AgentSession.Factory {
             agent.close();
             namespace.close();
             (decompressed != null ? decompressed : store).close(); // closes its decoders, then the store
+            if (gpu != null) {
+                gpu.close();
+            }
             region.close();
         }
     }

@@ -15,6 +15,7 @@ import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.os2g.namespace.Namespace;
 import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
+import io.os2g.staging.GpuRegistration;
 import io.os2g.staging.StagingRegion;
 import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
@@ -77,7 +78,10 @@ final class Gateway implements AutoCloseable {
     static Gateway mount(MountConfig config, MinioObjectStore store) {
         StagingRegion region = StagingRegion.create(config.staging());
         Gateway gateway;
+        GpuRegistration gpu = null;
         try {
+            gpu = config.gpuDevice() < 0 ? null : Gpus.register(config.gpuDevice(), region);
+            GpuRegistration registered = gpu;
             ExtentIndex index = new ExtentIndex(region, config.agent().chunkSize());
             TarExpandingStore tars = config.expandTar() ? new TarExpandingStore(store) : null;
             DecompressedStore decompressed = config.decompress() ? new DecompressedStore(tars != null ? tars : store) : null;
@@ -89,7 +93,11 @@ final class Gateway implements AutoCloseable {
             Backend backend = new Backend() {
                 @Override
                 public Map<String, Object> stats() {
-                    return GatewayStats.agent(store, tars, decompressed, agent, index);
+                    Map<String, Object> stats = GatewayStats.agent(store, tars, decompressed, agent, index);
+                    if (registered != null) {
+                        stats.put("gpu", Gpus.stats(registered));
+                    }
+                    return stats;
                 }
 
                 @Override
@@ -105,16 +113,23 @@ final class Gateway implements AutoCloseable {
                     long inFlight = index.inFlightBytes();
                     (pinned == 0 && inFlight == 0 ? LOG.atInfo() : LOG.atWarn()).log(
                             "staging at unmount: {} chunks staged, {} pinned, {} bytes in flight", index.stagedChunks(), pinned, inFlight);
+                    if (registered != null) {
+                        registered.close();
+                    }
                     region.close();
                     return store.getCount() + " GETs, " + store.retryCount() + " retries, " + agent.prefetchedFiles() + " files prefetched";
                 }
             };
             gateway = new Gateway(config, namespace, new InProcessLink(agent, index.view()), backend, new ReadMetrics(), getSeconds);
         } catch (RuntimeException e) {
+            if (gpu != null) {
+                gpu.close();
+            }
             region.close();
             throw e;
         }
-        return gateway.start("staging " + Sizes.format(config.staging().capacity()) + " in " + config.staging().directory());
+        return gateway.start("staging " + Sizes.format(config.staging().capacity()) + " in " + config.staging().directory()
+                + (gpu == null ? "" : ", registered with GPU " + gpu.device().ordinal() + " (" + gpu.device().deviceName() + ")"));
     }
 
     /** Mounts with the agent process behind {@code link}: listings and fetches are the agent's; this process holds no credentials. */

@@ -94,6 +94,10 @@ final class MountCommand implements Callable<Integer> {
             description = "Show each object NAME.gz or NAME.zst also as NAME, decompressed (exact size in stat; best read sequentially).")
     boolean decompress;
 
+    @Option(names = "--gpu", paramLabel = "DEVICE",
+            description = "Register the staging region with CUDA device DEVICE (page-locked, GPU-visible); with --agent, the agent does.")
+    Integer gpu;
+
     @Option(names = "--fsname", paramLabel = "NAME", description = "Source name shown in /proc/mounts and df (default: os2g:BUCKET[/PREFIX]).")
     String fsname;
 
@@ -140,6 +144,9 @@ final class MountCommand implements Callable<Integer> {
 
     private static Gateway mountInProcess(MountConfig config) {
         Preflight.stagingFits(config.staging());
+        if (config.gpuDevice() >= 0) {
+            Gpus.device(config.gpuDevice()); // no driver or no such device: refused before anything is set up
+        }
         MinioObjectStore store = new MinioObjectStore(config.store());
         try {
             Preflight.storeAnswers(store, config.store().endpoint(), config.prefix());
@@ -160,7 +167,7 @@ final class MountCommand implements Callable<Integer> {
             link = SocketLink.connect(config.agentSocket(), new MountSpec(config.bucket(), config.prefix(),
                     config.staging().capacity(), config.agent().chunkSize(), config.agent().maxReadahead(),
                     config.agent().directoryPrefetch(), config.metadataTtl() == null ? -1 : config.metadataTtl().toSeconds(),
-                    config.expandTar(), config.decompress()),
+                    config.expandTar(), config.decompress(), config.gpuDevice()),
                     config.fs().readDeadline());
         } catch (LinkException e) {
             throw new UsageError(e.getMessage());
@@ -199,6 +206,9 @@ final class MountCommand implements Callable<Integer> {
             throw new UsageError("--staging-size (" + stagingSize + ") is below one chunk (--chunk-size " + chunkSize + ")");
         }
         long readahead = Sizes.parse("--max-readahead", maxReadahead);
+        if (gpu != null && gpu < 0) {
+            throw new UsageError("--gpu must be a CUDA device number (0, 1, ...): " + gpu);
+        }
         if (dirPrefetch < 0) {
             throw new UsageError("--dir-prefetch must not be negative: " + dirPrefetch);
         }
@@ -233,7 +243,8 @@ final class MountCommand implements Callable<Integer> {
             }
         }
         return new MountConfig(storeConfig, bucket, prefix, ttl, stagingConfig, agentConfig, fs, mount, options,
-                agent == null ? null : agentSocket(agent), expandTar, decompress, service.metricsAddress());
+                agent == null ? null : agentSocket(agent), expandTar, decompress, service.metricsAddress(),
+                gpu == null ? -1 : gpu);
     }
 
     /** The socket path of {@code unix:PATH}. */

@@ -20,8 +20,10 @@ import java.util.List;
  * @param expandTar show each {@code NAME.tar} object also as a directory {@code NAME.tar.d/} of its members
  * @param decompress show each {@code NAME.gz} and {@code NAME.zst} object also as {@code NAME}, decompressed
  * @param metricsAddress where to serve Prometheus metrics; null for nowhere
+ * @param gpuDevice the CUDA device the staging region is registered with; -1 for none
  */
 record MountConfig(StoreConfig store, String bucket, String prefix, Duration metadataTtl, StagingConfig staging,
                    AgentConfig agent, FsConfig fs, Path mountPoint, List<String> fuseOptions, Path agentSocket,
-                   boolean expandTar, boolean decompress, InetSocketAddress metricsAddress) {
+                   boolean expandTar, boolean decompress, InetSocketAddress metricsAddress,
+                   int gpuDevice) {
 }

@@ -22,7 +22,7 @@ final class Wire {
     /** "OS2G": the first bytes of a hello, so a stranger on the socket is told apart from an old version. */
     static final int MAGIC = 0x4f533247;
     /** Bumped whenever a message changes; both ends must agree. */
-    static final int VERSION = 3;
+    static final int VERSION = 4;
     private static final int MAX_FRAME = 256 << 20;
 
     private final DataInputStream in;
@@ -102,6 +102,7 @@ final class Wire {
                 o.writeLong(s.metadataTtlSeconds());
                 o.writeBoolean(s.expandTar());
                 o.writeBoolean(s.decompress());
+                o.writeInt(s.gpuDevice());
             }
             case Message.Welcome w -> {
                 StagingLayout l = w.layout();
@@ -170,7 +171,7 @@ final class Wire {
                     yield new Message.Hello(version, null); // the rest is another version's: not read
                 }
                 yield new Message.Hello(version, new MountSpec(string(i), string(i), i.readLong(), i.readLong(),
-                        i.readLong(), i.readInt(), i.readLong(), i.readBoolean(), i.readBoolean()));
+                        i.readLong(), i.readInt(), i.readLong(), i.readBoolean(), i.readBoolean(), i.readInt()));
             }
             case 2 -> new Message.Welcome(new StagingLayout(string(i), i.readLong(), i.readInt(), i.readLong()));
             case 3 -> new Message.Refused(string(i));

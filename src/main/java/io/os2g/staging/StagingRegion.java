@@ -110,6 +110,11 @@ public final class StagingRegion implements AutoCloseable {
         return b == a + 1 && a / pagesPerSegment == b / pagesPerSegment;
     }
 
+    /** The segment files, in page order. */
+    public List<Path> segmentFiles() {
+        return List.copyOf(files);
+    }
+
     /** Segment file holding page {@code page}, and the page's offset in it (for consumers that mmap). */
     public Path segmentFile(int page) {
         return files.get(page / pagesPerSegment);

@@ -73,7 +73,7 @@ class SplitModeTest {
         AgentCommand command = new AgentCommand();
         new picocli.CommandLine(command).parseArgs("--listen", "unix:" + socket, "--endpoint", s3.endpoint().toString(),
                 "--credentials-file", credentials.toString(), "--request-timeout", "2", "--retries", "1");
-        return AgentServer.listen(socket, new AgentSessions(command.store, stagingParent, 8, io.os2g.metrics.PrometheusMetrics.getSeconds("mount", "source")));
+        return AgentServer.listen(socket, new AgentSessions(command.store, stagingParent, 8, io.os2g.metrics.PrometheusMetrics.getSeconds("mount", "source"), -1));
     }
 
     @AfterEach
@@ -83,7 +83,7 @@ class SplitModeTest {
     }
 
     private SocketLink connect(String bucket) {
-        return SocketLink.connect(socket, new MountSpec(bucket, "", 4L << 20, CHUNK, 1 << 20, 0, 60, false, false), Duration.ofSeconds(10));
+        return SocketLink.connect(socket, new MountSpec(bucket, "", 4L << 20, CHUNK, 1 << 20, 0, 60, false, false, -1), Duration.ofSeconds(10));
     }
 
     private static byte[] readStaged(StagingView view, long inode, long chunk, String etag) {

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 class WireTest {
 
     private static final List<Message> EVERY_KIND = List.of(
-            new Message.Hello(Wire.VERSION, new MountSpec("bkt", "train/", 1L << 30, 8 << 20, 64 << 20, 256, -1, true, false)),
+            new Message.Hello(Wire.VERSION, new MountSpec("bkt", "train/", 1L << 30, 8 << 20, 64 << 20, 256, -1, true, false, 2)),
             new Message.Welcome(new StagingLayout("/dev/shm/os2g/a/mount-1", 1L << 30, 65536, 64L << 20)),
             new Message.Refused("bucket bkt does not exist"),
             new Message.ListPrefix("train/cat/"),
@@ -57,7 +57,7 @@ class WireTest {
     void aHelloOfAnotherVersionIsReadAsSuchWithoutItsBody() throws IOException {
         ByteArrayOutputStream sent = new ByteArrayOutputStream();
         new Wire(new ByteArrayInputStream(new byte[0]), sent).send(0, new Message.Hello(Wire.VERSION + 1,
-                new MountSpec("b", "", 1, 1, 1, 0, 0, false, true)));
+                new MountSpec("b", "", 1, 1, 1, 0, 0, false, true, -1)));
         Message.Hello hello = (Message.Hello) new Wire(new ByteArrayInputStream(sent.toByteArray()), new ByteArrayOutputStream())
                 .receive().message();
         assertEquals(Wire.VERSION + 1, hello.version());
