@@ -156,27 +156,25 @@ def collate_to_gpu(paths, device="cuda", stream=None):
     if device.type == "cuda" and not cuda:
         device = torch.device("cpu")
     leases, out = [], []
+
+    def load_all():
+        for p in paths:
+            lease = _lease_or_none(p)
+            if lease is None:
+                out.append(_read(p, device))
+            else:
+                leases.append(lease)
+                out.append(_copy_staged(lease, device, non_blocking=cuda))
+
     try:
         if cuda:
             stream = stream or torch.cuda.Stream(device)
             with torch.cuda.stream(stream):
-                for p in paths:
-                    lease = _lease_or_none(p)
-                    if lease is None:
-                        out.append(_read(p, device))
-                    else:
-                        leases.append(lease)
-                        out.append(_copy_staged(lease, device, non_blocking=True))
+                load_all()
             stream.synchronize()  # the copies are done: the leases may end
             torch.cuda.current_stream(device).wait_stream(stream)
         else:
-            for p in paths:
-                lease = _lease_or_none(p)
-                if lease is None:
-                    out.append(_read(p, device))
-                else:
-                    leases.append(lease)
-                    out.append(_copy_staged(lease, device, non_blocking=False))
+            load_all()
     finally:
         for lease in leases:
             lease.close()

@@ -67,9 +67,7 @@ class ExtentLeaseMountTest {
             s3.put("data", "other/" + i + ".bin", S3Fixture.bytes(2 * CHUNK, 100 + i));
         }
         mnt = Files.createDirectory(tmp.resolve("mnt"));
-        Path credentials = tmp.resolve("credentials");
-        Files.writeString(credentials, "[default]\naws_access_key_id=" + S3Fixture.ACCESS_KEY
-                + "\naws_secret_access_key=" + S3Fixture.SECRET_KEY + "\n");
+        Path credentials = S3Fixture.credentialsFile(tmp);
         MountCommand command = MountCommand.parse("data", mnt.toString(), "--endpoint", s3.endpoint().toString(),
                 "--credentials-file", credentials.toString(), "--staging-dir", tmp.resolve("staging").toString(), "--staging-size", "1M",
                 "--chunk-size", "64K", "--max-readahead", "128K", "--dir-prefetch", "0", "--request-timeout", "5", "--retries", "1");

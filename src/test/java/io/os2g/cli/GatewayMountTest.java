@@ -59,9 +59,7 @@ class GatewayMountTest {
                 .put("data", "odd name ü.txt", small);
         mnt = Files.createDirectory(tmp.resolve("mnt"));
         staging = tmp.resolve("staging");
-        Path credentials = tmp.resolve("credentials");
-        Files.writeString(credentials, "[default]\naws_access_key_id=" + S3Fixture.ACCESS_KEY
-                + "\naws_secret_access_key=" + S3Fixture.SECRET_KEY + "\n");
+        Path credentials = S3Fixture.credentialsFile(tmp);
         MountCommand command = MountCommand.parse("data", mnt.toString(), "--endpoint", s3.endpoint().toString(),
                 "--credentials-file", credentials.toString(), "--staging-dir", staging.toString(),
                 "--staging-size", "1M", "--chunk-size", "64K", "--max-readahead", "256K", "--max-fetches", "8",

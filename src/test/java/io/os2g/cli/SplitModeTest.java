@@ -67,9 +67,7 @@ class SplitModeTest {
     }
 
     private AgentServer startAgent() throws Exception {
-        Path credentials = tmp.resolve("credentials");
-        Files.writeString(credentials, "[default]\naws_access_key_id = " + S3Fixture.ACCESS_KEY
-                + "\naws_secret_access_key = " + S3Fixture.SECRET_KEY + "\n");
+        Path credentials = S3Fixture.credentialsFile(tmp);
         AgentCommand command = new AgentCommand();
         new picocli.CommandLine(command).parseArgs("--listen", "unix:" + socket, "--endpoint", s3.endpoint().toString(),
                 "--credentials-file", credentials.toString(), "--request-timeout", "2", "--retries", "1");

@@ -66,6 +66,14 @@ public final class S3Fixture {
         return this;
     }
 
+    /** An AWS-style credentials file in {@code dir} with this server's keys, for {@code --credentials-file}. */
+    public static java.nio.file.Path credentialsFile(java.nio.file.Path dir) throws java.io.IOException {
+        java.nio.file.Path file = dir.resolve("credentials");
+        java.nio.file.Files.writeString(file, "[default]\naws_access_key_id = " + ACCESS_KEY
+                + "\naws_secret_access_key = " + SECRET_KEY + "\n");
+        return file;
+    }
+
     public StoreConfig config(String bucket) {
         return config(bucket, new Credentials(ACCESS_KEY, SECRET_KEY, null));
     }
