@@ -59,6 +59,9 @@ class Lease:
         self.size = info["size"]
         self.etag = info["etag"]
         self.extents = [(e[0], e[1], e[2]) for e in info["extents"]]
+        # False: the region gives reused pages back and takes fresh ones (the mount has no --gpu), so
+        # a mapping must not be registered with CUDA: the registration would keep the old pages
+        self.pages_in_place = info.get("pages_in_place", False)
 
     def _ask_control_file(self, path):
         """Too many extents for an xattr: the control file's query, which holds a lease of its own."""
@@ -89,8 +92,8 @@ class Lease:
         self.close()
 
 
-def _segment(path):
-    """The segment mapped read-only, as a CPU uint8 tensor; registered with CUDA once, when CUDA is there."""
+def _segment(path, register):
+    """The segment mapped read-only, as a CPU uint8 tensor; registered with CUDA once if `register` and CUDA is there."""
     with _lock:
         tensor = _segments.get(path)
         if tensor is None:
@@ -99,7 +102,7 @@ def _segment(path):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # "not writable": it is only ever read
                 tensor = torch.frombuffer(mapping, dtype=torch.uint8)
-            if torch.cuda.is_available():
+            if register and torch.cuda.is_available():
                 # page-locked and mapped for the device: copies from it are DMA; if the driver refuses
                 # (an old driver without read-only registration), copies still work, through a bounce
                 torch.cuda.cudart().cudaHostRegister(tensor.data_ptr(), tensor.numel(), _CUDA_HOST_REGISTER_READ_ONLY)
@@ -118,7 +121,8 @@ def _copy_staged(lease, device, non_blocking):
     out = torch.empty(lease.size, dtype=torch.uint8, device=device)
     position = 0
     for segment, offset, length in lease.extents:
-        out[position:position + length].copy_(_segment(segment)[offset:offset + length], non_blocking=non_blocking)
+        source = _segment(segment, lease.pages_in_place)[offset:offset + length]
+        out[position:position + length].copy_(source, non_blocking=non_blocking)
         position += length
     if position != lease.size:
         raise OSError(errno.EIO, f"extents cover {position} of {lease.size} bytes")

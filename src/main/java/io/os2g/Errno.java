@@ -7,6 +7,7 @@ public final class Errno {
     public static final int E2BIG = 7;
     public static final int EBADF = 9;
     public static final int EAGAIN = 11;
+    public static final int ENOMEM = 12;
     public static final int EACCES = 13;
     public static final int ENOTDIR = 20;
     public static final int EISDIR = 21;
@@ -31,6 +32,7 @@ public final class Errno {
             case ERANGE -> "ERANGE";
             case EBADF -> "EBADF";
             case EAGAIN -> "EAGAIN";
+            case ENOMEM -> "ENOMEM";
             case EACCES -> "EACCES";
             case ENOTDIR -> "ENOTDIR";
             case EISDIR -> "EISDIR";

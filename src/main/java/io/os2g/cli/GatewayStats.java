@@ -69,6 +69,7 @@ final class GatewayStats {
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("mode", split ? "split" : "in-process");
         doc.put("bytes_served", metrics.bytesServed());
+        doc.put("bytes_spliced", metrics.bytesSpliced());
         doc.put("reads", metrics.reads());
         doc.put("staging_hits", metrics.stagingHits());
         doc.put("staging_misses", metrics.stagingMisses());

@@ -24,6 +24,7 @@ public final class FuseMount {
     private final Path mountPoint;
     private final List<String> options;
     private Fuse fuse;
+    private SplicedReads splicedReads;
 
     /**
      * @param options libfuse options, e.g. {@code ro,fsname=bucket,attr_timeout=300}
@@ -51,10 +52,12 @@ public final class FuseMount {
     /** Mounts and waits until the kernel answers on the mount point. */
     public void start(Os2gFileSystem fs) {
         fuse = builder().build(fs);
+        splicedReads = SplicedReads.install(fuse, fs);
         try {
             fuse.mount("os2g", mountPoint, "-o", String.join(",", options));
         } catch (FuseMountFailedException | RuntimeException e) {
             fuse = null;
+            closeSplicedReads();
             throw new MountException("mount at " + mountPoint + " failed: " + e.getMessage(), e);
         }
         raiseKernelReadahead();
@@ -89,10 +92,19 @@ public final class FuseMount {
         }
         try {
             fuse.close();
+            closeSplicedReads();
         } catch (TimeoutException | RuntimeException e) {
+            // a FUSE thread may still be in an upcall: its stub and pipes stay until the process ends
             LOG.warn("unmount of {} did not finish cleanly: {}", mountPoint, e.toString());
         }
         fuse = null;
+    }
+
+    private void closeSplicedReads() {
+        if (splicedReads != null) {
+            splicedReads.close();
+            splicedReads = null;
+        }
     }
 
     /** The mount could not be made. */

@@ -50,6 +50,8 @@ public final class Os2gFileSystem implements FuseOperations {
     /** The preferred I/O size (st_blksize): one kernel FUSE request with the default readahead. */
     private static final int BLOCK_SIZE = 128 * 1024;
     private static final int KERNEL_READAHEAD = 1024 * 1024;
+    /** libfuse 3: replies may be spliced from a pipe to /dev/fuse. */
+    private static final int FUSE_CAP_SPLICE_WRITE = 1 << 7;
 
     private final Namespace namespace;
     private final AgentLink link;
@@ -62,6 +64,7 @@ public final class Os2gFileSystem implements FuseOperations {
     private final AtomicLong nextHandle = new AtomicLong(1);
     /** Whether a bucket's own {@code .os2g/} was logged as hidden by the control directory (once). */
     private volatile boolean shadowReported;
+    private volatile int splicedReadSize;
 
     private final org.cryptomator.jfuse.api.Errno errnos;
     private final ControlFiles control;
@@ -103,11 +106,24 @@ public final class Os2gFileSystem implements FuseOperations {
     }
 
     /**
+     * Before mounting, by {@link SplicedReads}: read replies may come as pipes, which libfuse splices to
+     * /dev/fuse, and reads are at most {@code largestRead} bytes (what a pipe can hold).
+     */
+    void spliceReplies(int largestRead) {
+        splicedReadSize = largestRead;
+    }
+
+    /**
      * Asks for 1 MiB kernel readahead (the kernel grants at most its default, which {@link FuseMount}
      * raises where it may); 64 background requests keep several readers' readahead in flight at once.
      */
     @Override
     public void init(FuseConnInfo conn, FuseConfig fuseConfig) {
+        if (splicedReadSize > 0 && (conn.capable() & FUSE_CAP_SPLICE_WRITE) != 0) {
+            conn.setWant(conn.want() | FUSE_CAP_SPLICE_WRITE);
+            // libfuse derives the kernel's largest request (max_pages) from max_write
+            conn.setMaxWrite(Math.min(conn.maxWrite(), splicedReadSize));
+        }
         conn.setMaxReadahead(KERNEL_READAHEAD);
         conn.setMaxBackground(64);
         conn.setCongestionThreshold(48);
@@ -252,22 +268,59 @@ public final class Os2gFileSystem implements FuseOperations {
 
     @Override
     public int read(String path, ByteBuffer buf, long size, long offset, FileInfo fi) {
-        OpenHandle handle = handles.get(fi.getFh());
+        // the kernel's buffer, native memory: copies into it are memcpy from the staging segment
+        int n = read(path, fi.getFh(), MemorySegment.ofBuffer(buf), Math.min(size, buf.remaining()), offset);
+        if (n > 0) {
+            buf.position(buf.position() + n);
+        }
+        return n;
+    }
+
+    /** Reads up to {@code size} bytes at {@code offset} of open file {@code fh} into native memory: the count or -errno. */
+    int read(String path, long fh, MemorySegment target, long size, long offset) {
+        OpenHandle handle = handles.get(fh);
         if (handle == null) {
-            if (control.isOpen(fi.getFh())) {
-                byte[] bytes = control.read(fi.getFh(), offset, Math.min(size, buf.remaining()));
-                buf.put(bytes);
+            if (control.isOpen(fh)) {
+                byte[] bytes = control.read(fh, offset, size);
+                MemorySegment.copy(bytes, 0, target, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, bytes.length);
                 return bytes.length;
             }
             return -Errno.EBADF;
         }
+        return read(path, handle, StagedReader.memory(target), size, offset);
+    }
+
+    /**
+     * Moves up to {@code size} bytes at {@code offset} of open file {@code fh} into {@code pipe} by
+     * page reference: the count, -errno, or {@link #NOT_SPLICED} when this read must be copied instead
+     * (a control file, a region whose pages stay in place, a pipe that could not take it all: the pipe
+     * may then hold part of it).
+     */
+    int splice(String path, long fh, int pipe, long size, long offset) {
+        OpenHandle handle = handles.get(fh);
+        if (handle == null) {
+            return NOT_SPLICED;
+        }
+        try {
+            int n = read(path, handle, StagedReader.pipe(pipe), size, offset);
+            if (n > 0) {
+                metrics.spliced(n);
+            }
+            return n;
+        } catch (StagedReader.TargetRefused refused) {
+            return NOT_SPLICED;
+        }
+    }
+
+    /** What {@link #splice} answers for a read it cannot splice. */
+    static final int NOT_SPLICED = Integer.MIN_VALUE;
+
+    private int read(String path, OpenHandle handle, StagedReader.Target target, long size, long offset) {
         metrics.inFlight(1);
         try {
-            // the kernel's buffer, native memory: copies into it are memcpy from the staging segment
-            MemorySegment target = MemorySegment.ofBuffer(buf);
-            int n = reader.read(handle, target, Math.min(size, buf.remaining()), offset);
-            buf.position(buf.position() + n);
-            return n;
+            return reader.read(handle, target, size, offset);
+        } catch (StagedReader.TargetRefused refused) {
+            throw refused;
         } catch (RuntimeException e) {
             return fail("read", path, e);
         } finally {

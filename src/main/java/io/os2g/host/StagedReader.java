@@ -43,8 +43,37 @@ final class StagedReader {
         this.deadlineNanos = deadline.toNanos();
     }
 
-    /** Copies up to {@code size} bytes from {@code offset} into {@code target}; returns the count. */
-    int read(OpenHandle handle, MemorySegment target, long size, long offset) {
+    /** Where a read's bytes go, chunk by chunk: copied into memory, or moved into a pipe by reference. */
+    interface Target {
+        /**
+         * Takes {@code count} bytes at {@code offsetInChunk} of a pinned chunk, the read's bytes from
+         * {@code done} on; false when it cannot (a pipe that cannot take them).
+         */
+        boolean take(StagingView staging, StagedChunk chunk, long offsetInChunk, long done, long count);
+    }
+
+    /** Copies into native memory (the kernel's buffer, or libfuse's): a pread from the segment. */
+    static Target memory(MemorySegment target) {
+        return (staging, chunk, offsetInChunk, done, count) -> {
+            staging.copyOut(chunk, offsetInChunk, target, done, count);
+            return true;
+        };
+    }
+
+    /**
+     * Moves into a pipe by page reference, where the region allows it (its reused pages are fresh ones,
+     * so the pipe keeps these bytes after the pins go).
+     */
+    static Target pipe(int pipe) {
+        return (staging, chunk, offsetInChunk, done, count) -> staging.spliceable() && staging.spliceOut(chunk, offsetInChunk, pipe, count);
+    }
+
+    /**
+     * Hands up to {@code size} bytes from {@code offset} to {@code target}; returns the count.
+     *
+     * @throws TargetRefused when the target could not take a chunk's bytes (nothing is counted as served)
+     */
+    int read(OpenHandle handle, Target target, long size, long offset) {
         Node.File file = handle.file();
         long end = Math.min(file.size(), offset + size);
         long position = offset;
@@ -55,7 +84,9 @@ final class StagedReader {
             StagingView staging = link.staging();
             StagedChunk staged = pin(staging, handle, new ChunkKey(file.inode(), chunk), position, end);
             try {
-                staging.copyOut(staged, position - chunkStart, target, position - offset, count);
+                if (!target.take(staging, staged, position - chunkStart, position - offset, count)) {
+                    throw new TargetRefused();
+                }
             } catch (IllegalStateException unmapped) {
                 // the agent went away and its region was unmapped under this copy: nothing was returned yet
                 throw new ReadException(Errno.EIO, "staging region unmapped during the read (agent reconnecting)", unmapped);
@@ -138,6 +169,13 @@ final class StagedReader {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new ReadException(Errno.EIO, "read interrupted", e);
+        }
+    }
+
+    /** The target could not take a chunk: the read is to be done again into memory. */
+    static final class TargetRefused extends RuntimeException {
+        TargetRefused() {
+            super(null, null, false, false);
         }
     }
 

@@ -145,7 +145,7 @@ public final class SocketLink implements AgentLink {
             }
             StagingLayout l = welcome.layout();
             StagingView view = StagingView.attach(new StagingConfig(Path.of(l.directory()), l.capacity(), l.pageSize(),
-                    l.segmentSize(), deadline));
+                    l.segmentSize(), deadline), l.pagesInPlace());
             Connection connection = new Connection(channel, wire, view);
             Thread.ofVirtual().name("os2g-link-replies").start(connection::readReplies);
             return connection;

@@ -22,7 +22,7 @@ final class Wire {
     /** "OS2G": the first bytes of a hello, so a stranger on the socket is told apart from an old version. */
     static final int MAGIC = 0x4f533247;
     /** Bumped whenever a message changes; both ends must agree. */
-    static final int VERSION = 4;
+    static final int VERSION = 5;
     private static final int MAX_FRAME = 256 << 20;
 
     private final DataInputStream in;
@@ -110,6 +110,7 @@ final class Wire {
                 o.writeLong(l.capacity());
                 o.writeInt(l.pageSize());
                 o.writeLong(l.segmentSize());
+                o.writeBoolean(l.pagesInPlace());
             }
             case Message.Refused r -> string(o, r.reason());
             case Message.ListPrefix l -> string(o, l.prefix());
@@ -173,7 +174,7 @@ final class Wire {
                 yield new Message.Hello(version, new MountSpec(string(i), string(i), i.readLong(), i.readLong(),
                         i.readLong(), i.readInt(), i.readLong(), i.readBoolean(), i.readBoolean(), i.readInt()));
             }
-            case 2 -> new Message.Welcome(new StagingLayout(string(i), i.readLong(), i.readInt(), i.readLong()));
+            case 2 -> new Message.Welcome(new StagingLayout(string(i), i.readLong(), i.readInt(), i.readLong(), i.readBoolean()));
             case 3 -> new Message.Refused(string(i));
             case 4 -> new Message.ListPrefix(string(i));
             case 5 -> {

@@ -41,6 +41,7 @@ public final class PrometheusMetrics {
     public static PrometheusRegistry forMount(ReadMetrics shim, Supplier<AgentCounters> agent, Histogram gets) {
         PrometheusRegistry registry = new PrometheusRegistry();
         counter(registry, "os2g_bytes_served", "Bytes returned to readers", shim::bytesServed);
+        counter(registry, "os2g_bytes_spliced", "Bytes of those moved to the kernel by splice (one copy, not two)", shim::bytesSpliced);
         counter(registry, "os2g_reads", "Read requests answered", shim::reads);
         counter(registry, "os2g_staging_hits", "Reads served from the staging region without waiting", shim::stagingHits);
         counter(registry, "os2g_staging_misses", "Reads that waited for a fetch", shim::stagingMisses);

@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.LongAdder;
 /** The shim's read counters; cheap to bump from many FUSE threads at once. */
 public final class ReadMetrics {
     private final LongAdder bytesServed = new LongAdder();
+    private final LongAdder bytesSpliced = new LongAdder();
     private final LongAdder reads = new LongAdder();
     private final LongAdder stagingHits = new LongAdder();
     private final LongAdder stagingMisses = new LongAdder();
@@ -20,6 +21,15 @@ public final class ReadMetrics {
     public void served(long bytes) {
         reads.increment();
         bytesServed.add(bytes);
+    }
+
+    /** Bytes of {@link #served} that went to the kernel by splice, copied once instead of twice. */
+    public void spliced(long bytes) {
+        bytesSpliced.add(bytes);
+    }
+
+    public long bytesSpliced() {
+        return bytesSpliced.sum();
     }
 
     public void hit() {

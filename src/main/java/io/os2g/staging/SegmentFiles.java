@@ -12,6 +12,8 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The segment files of a region, open for pread(2) and pwrite(2): the data path of the staging
@@ -31,7 +33,11 @@ final class SegmentFiles implements AutoCloseable {
     private static final int O_RDWR = 2;
     private static final int O_CLOEXEC = 0x80000;
     private static final int EINTR = 4;
+    private static final int EAGAIN = 11;
     private static final int ENOSPC = 28;
+    private static final int SPLICE_F_NONBLOCK = 2;
+    private static final int FALLOC_FL_KEEP_SIZE = 1;
+    private static final int FALLOC_FL_PUNCH_HOLE = 2;
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
@@ -46,15 +52,29 @@ final class SegmentFiles implements AutoCloseable {
             TRANSFER, Linker.Option.critical(true), Linker.Option.captureCallState("errno"));
     private static final MethodHandle PWRITE = LINKER.downcallHandle(LINKER.defaultLookup().find("pwrite").orElseThrow(),
             TRANSFER, Linker.Option.critical(true), Linker.Option.captureCallState("errno"));
+    private static final MethodHandle SPLICE = LINKER.downcallHandle(LINKER.defaultLookup().find("splice").orElseThrow(),
+            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT,
+                    ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT),
+            Linker.Option.critical(false), Linker.Option.captureCallState("errno"));
+    private static final MethodHandle FALLOCATE = LINKER.downcallHandle(LINKER.defaultLookup().find("fallocate").orElseThrow(),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG),
+            Linker.Option.captureCallState("errno"));
     private static final MethodHandle CLOSE = LINKER.downcallHandle(LINKER.defaultLookup().find("close").orElseThrow(),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
 
     /** errno of the calling thread's last transfer; critical calls take no allocation on the read path. */
     private static final ThreadLocal<MemorySegment> CALL_STATES =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CALL_STATE));
+    /** The calling thread's {@code loff_t} for splice(2), which advances it. */
+    private static final ThreadLocal<MemorySegment> SPLICE_OFFSETS =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(ValueLayout.JAVA_LONG));
 
     private final List<Path> files;
     private final int[] descriptors;
+    /** Transfers in progress, plus {@link #CLOSED} once {@link #close} is called; the files close at exactly CLOSED. */
+    private final AtomicInteger users = new AtomicInteger();
+    private final AtomicBoolean closing = new AtomicBoolean();
+    private static final int CLOSED = 1 << 30;
 
     /** Opens every file, read-write for the region's owner, read-only for a reader in another process. */
     SegmentFiles(List<Path> files, boolean writable) throws IOException {
@@ -82,6 +102,15 @@ final class SegmentFiles implements AutoCloseable {
 
     /** Copies {@code length} bytes at {@code offset} of segment {@code segment} into {@code target}. */
     void read(int segment, long offset, MemorySegment target, long targetOffset, long length) {
+        enter();
+        try {
+            readOpen(segment, offset, target, targetOffset, length);
+        } finally {
+            exit();
+        }
+    }
+
+    private void readOpen(int segment, long offset, MemorySegment target, long targetOffset, long length) {
         MemorySegment state = CALL_STATES.get();
         long done = 0;
         while (done < length) {
@@ -109,6 +138,15 @@ final class SegmentFiles implements AutoCloseable {
      * @throws StagingException when the file system behind the segments has no room for the pages
      */
     void write(int segment, long offset, byte[] source, int sourceOffset, int length) {
+        enter();
+        try {
+            writeOpen(segment, offset, source, sourceOffset, length);
+        } finally {
+            exit();
+        }
+    }
+
+    private void writeOpen(int segment, long offset, byte[] source, int sourceOffset, int length) {
         MemorySegment state = CALL_STATES.get();
         MemorySegment bytes = MemorySegment.ofArray(source);
         int done = 0;
@@ -132,9 +170,101 @@ final class SegmentFiles implements AutoCloseable {
         }
     }
 
+    /**
+     * Moves {@code length} bytes at {@code offset} of segment {@code segment} into the pipe {@code pipe}
+     * without copying them: the pipe takes references to the tmpfs pages. Never blocks: returns the
+     * bytes moved, fewer than {@code length} when the pipe is full.
+     */
+    long splice(int segment, long offset, int pipe, long length) {
+        enter();
+        try {
+            return spliceOpen(segment, offset, pipe, length);
+        } finally {
+            exit();
+        }
+    }
+
+    private long spliceOpen(int segment, long offset, int pipe, long length) {
+        MemorySegment state = CALL_STATES.get();
+        MemorySegment position = SPLICE_OFFSETS.get();
+        position.set(ValueLayout.JAVA_LONG, 0, offset);
+        long done = 0;
+        while (done < length) {
+            long n;
+            try {
+                n = (long) SPLICE.invokeExact(state, descriptors[segment], position, pipe, MemorySegment.NULL, length - done,
+                        SPLICE_F_NONBLOCK);
+            } catch (Throwable t) {
+                throw new StagingException("splice of staging segment " + files.get(segment) + " failed: " + t, t);
+            }
+            int errno = n < 0 ? (int) ERRNO.get(state, 0L) : 0;
+            if (n > 0) {
+                done += n;
+            } else if (n == 0) {
+                throw new StagingException("staging segment " + files.get(segment) + " ends before offset " + (offset + done), null);
+            } else if (errno == EAGAIN) {
+                return done;
+            } else if (errno != EINTR) {
+                throw new StagingException("splice of staging segment " + files.get(segment) + " failed: errno " + errno, null);
+            }
+        }
+        return done;
+    }
+
+    /**
+     * Takes the pages under {@code [offset, offset + length)} of segment {@code segment} out of the
+     * file (fallocate PUNCH_HOLE): the next write there gets fresh pages, and whoever still holds a
+     * reference to the old ones (a pipe they were spliced into) keeps the bytes it saw.
+     */
+    void discard(int segment, long offset, long length) {
+        enter();
+        try {
+            discardOpen(segment, offset, length);
+        } finally {
+            exit();
+        }
+    }
+
+    private void discardOpen(int segment, long offset, long length) {
+        MemorySegment state = CALL_STATES.get();
+        int result;
+        try {
+            result = (int) FALLOCATE.invokeExact(state, descriptors[segment], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
+        } catch (Throwable t) {
+            throw new StagingException("punching pages out of staging segment " + files.get(segment) + " failed: " + t, t);
+        }
+        if (result != 0) {
+            throw new StagingException("punching pages out of staging segment " + files.get(segment) + " failed: errno "
+                    + (int) ERRNO.get(state, 0L), null);
+        }
+    }
+
+    /** Counts a transfer in; throws IllegalStateException once the files are closed (the region went away). */
+    private void enter() {
+        int s;
+        do {
+            s = users.get();
+            if (s >= CLOSED) {
+                throw new IllegalStateException("staging segments closed");
+            }
+        } while (!users.compareAndSet(s, s + 1));
+    }
+
+    private void exit() {
+        if (users.decrementAndGet() == CLOSED) {
+            closeFirst(descriptors.length);
+        }
+    }
+
+    /**
+     * Closes the descriptors once no transfer is using them: a descriptor closed under a transfer could
+     * be reused by the next open(2) and the transfer would read another file's bytes.
+     */
     @Override
     public void close() {
-        closeFirst(descriptors.length);
+        if (closing.compareAndSet(false, true) && users.addAndGet(CLOSED) == CLOSED) {
+            closeFirst(descriptors.length);
+        }
     }
 
     private void closeFirst(int count) {

@@ -13,9 +13,15 @@ import java.util.List;
 /**
  * The segment files of one staging directory, open for the life of the region. Pages are numbered
  * across segments: page {@code p} lives in segment {@code p / pagesPerSegment}. Bytes move in and out
- * through {@link SegmentFiles} (pwrite/pread); any process may also mmap a segment (a consumer that
- * wants the staged bytes in place). Closing closes the files, unmaps what the region's {@link Arena}
- * mapped (its extent table), and the owner removes the directory.
+ * through {@link SegmentFiles} (pwrite/pread, or splice to a pipe); any process may also mmap a segment
+ * (a consumer that wants the staged bytes in place). Closing closes the files, unmaps what the region's
+ * {@link Arena} mapped (its extent table), and the owner removes the directory.
+ *
+ * <p>How pages are reused: by default a page freed by eviction is punched out of its segment before it
+ * is written again, so the write lands in a fresh page and a reader that spliced the old one into a
+ * pipe (and let its pin go before the kernel consumed the pipe) still delivers the bytes it saw. A
+ * region registered with a GPU keeps its pages in place instead ({@link #keepPagesInPlace}): the
+ * device holds the physical pages, so reuse must overwrite them, and readers copy rather than splice.
  */
 public final class StagingRegion implements AutoCloseable {
 
@@ -26,6 +32,7 @@ public final class StagingRegion implements AutoCloseable {
     private final SegmentFiles segments;
     private final int pageShift;
     private final int pagesPerSegment;
+    private volatile boolean pagesInPlace;
 
     /** @param directory the claimed directory, whose segments this creates; null to open an agent's existing ones */
     private StagingRegion(StagingConfig config, StagingDirectory directory) throws IOException {
@@ -49,6 +56,19 @@ public final class StagingRegion implements AutoCloseable {
             files.add(file);
         }
         this.segments = new SegmentFiles(files, directory != null);
+    }
+
+    /**
+     * From now on, reused pages are overwritten where they are (see the class comment). Called before
+     * the region stages anything, by the owner that registers it with a GPU, or by a reader whose agent
+     * said so.
+     */
+    public void keepPagesInPlace() {
+        pagesInPlace = true;
+    }
+
+    public boolean pagesInPlace() {
+        return pagesInPlace;
     }
 
     /** Claims the directory and creates the segments. */
@@ -103,6 +123,32 @@ public final class StagingRegion implements AutoCloseable {
     /** Copies {@code length} bytes of {@code source} to {@code within} page {@code page}: one pwrite. */
     void copyToPage(int page, long within, byte[] source, int sourceOffset, int length) {
         segments.write(page / pagesPerSegment, offsetInSegment(page) + within, source, sourceOffset, length);
+    }
+
+    /**
+     * Moves {@code length} bytes from {@code within} page {@code page} on into the pipe {@code pipe}, by
+     * reference: one splice. Returns the bytes moved (fewer when the pipe is full).
+     */
+    long spliceFromPages(int page, long within, int pipe, long length) {
+        return segments.splice(page / pagesPerSegment, offsetInSegment(page) + within, pipe, length);
+    }
+
+    /**
+     * Readies {@code pages} for new bytes: punches them out of their segments (one fallocate per run of
+     * adjacent pages) unless the region keeps its pages in place.
+     */
+    void renewPages(int[] pages) {
+        if (pagesInPlace) {
+            return;
+        }
+        for (int i = 0; i < pages.length; ) {
+            int first = pages[i++];
+            int last = first;
+            while (i < pages.length && adjacent(last, pages[i])) {
+                last = pages[i++];
+            }
+            segments.discard(first / pagesPerSegment, offsetInSegment(first), (long) (last - first + 1) << pageShift);
+        }
     }
 
     /** Whether pages {@code a} and {@code b = a + 1} lie side by side in one segment file. */

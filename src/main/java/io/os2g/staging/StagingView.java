@@ -22,9 +22,15 @@ public final class StagingView implements AutoCloseable {
         this.owned = owned;
     }
 
-    /** Maps the segments and extent table an agent created in {@code config.directory()}. */
-    public static StagingView attach(StagingConfig config) {
+    /**
+     * Maps the segments and extent table an agent created in {@code config.directory()}; {@code pagesInPlace}
+     * as the agent's region says (see {@link StagingRegion}).
+     */
+    public static StagingView attach(StagingConfig config, boolean pagesInPlace) {
         StagingRegion region = StagingRegion.attach(config);
+        if (pagesInPlace) {
+            region.keepPagesInPlace();
+        }
         try {
             return new StagingView(region, ExtentTable.attach(config.directory(), region.arena()), true);
         } catch (IOException | RuntimeException e) {
@@ -54,24 +60,25 @@ public final class StagingView implements AutoCloseable {
      * side in a segment (a young region's chunks are one run).
      */
     public void copyOut(StagedChunk chunk, long offset, MemorySegment target, long targetOffset, long length) {
-        if (offset < 0 || offset + length > chunk.length()) {
-            throw new IndexOutOfBoundsException("copy outside chunk: offset=" + offset + ", length=" + length
-                    + ", chunkLength=" + chunk.length());
-        }
-        int pageSize = region.pageSize();
-        int index = (int) (offset / pageSize);
-        long within = offset % pageSize;
-        while (length > 0) {
-            int first = table.page(chunk.slot(), index++);
-            long n = Math.min(length, pageSize - within);
-            for (int last = first; n < length && region.adjacent(last, table.page(chunk.slot(), index)); last++, index++) {
-                n += Math.min(length - n, pageSize);
-            }
-            region.copyFromPages(first, within, target, targetOffset, n);
-            targetOffset += n;
-            length -= n;
-            within = 0;
-        }
+        forEachRun(chunk, offset, length, (page, within, done, n) -> {
+            region.copyFromPages(page, within, target, targetOffset + done, n);
+            return true;
+        });
+    }
+
+    /**
+     * Moves bytes of a pinned chunk into the pipe {@code pipe} by reference (splice), one call per run
+     * of pages. The pipe keeps the bytes as they are now after the pin is let go, unless the region
+     * keeps its pages in place ({@link #spliceable()}). Returns false when the pipe filled up first (the
+     * bytes moved so far stay in it).
+     */
+    public boolean spliceOut(StagedChunk chunk, long offset, int pipe, long length) {
+        return forEachRun(chunk, offset, length, (page, within, done, n) -> region.spliceFromPages(page, within, pipe, n) == n);
+    }
+
+    /** Whether readers may splice from this region: its reused pages are fresh ones, never overwritten. */
+    public boolean spliceable() {
+        return !region.pagesInPlace();
     }
 
     /**
@@ -80,20 +87,39 @@ public final class StagingView implements AutoCloseable {
      */
     public List<Extent> extents(StagedChunk chunk) {
         List<Extent> extents = new ArrayList<>();
-        int pageSize = region.pageSize();
-        int pages = (int) ((chunk.length() + pageSize - 1) / pageSize);
-        long remaining = chunk.length();
-        int index = 0;
-        while (index < pages) {
-            int first = table.page(chunk.slot(), index++);
-            long n = Math.min(remaining, pageSize);
-            for (int last = first; index < pages && region.adjacent(last, table.page(chunk.slot(), index)); last++, index++) {
-                n += Math.min(remaining - n, pageSize);
-            }
-            extents.add(new Extent(region.segmentFile(first), region.offsetInSegment(first), n));
-            remaining -= n;
-        }
+        forEachRun(chunk, 0, chunk.length(), (page, within, done, n) ->
+                extents.add(new Extent(region.segmentFile(page), region.offsetInSegment(page) + within, n)));
         return extents;
+    }
+
+    /** What is done with one run of pages: {@code n} bytes from {@code within} page {@code page}, {@code done} bytes in. */
+    private interface Run {
+        boolean take(int page, long within, long done, long n);
+    }
+
+    /** Walks {@code [offset, offset + length)} of a chunk run by run; stops early when a run says false. */
+    private boolean forEachRun(StagedChunk chunk, long offset, long length, Run run) {
+        if (offset < 0 || offset + length > chunk.length()) {
+            throw new IndexOutOfBoundsException("outside chunk: offset=" + offset + ", length=" + length
+                    + ", chunkLength=" + chunk.length());
+        }
+        int pageSize = region.pageSize();
+        int index = (int) (offset / pageSize);
+        long within = offset % pageSize;
+        long done = 0;
+        while (done < length) {
+            int first = table.page(chunk.slot(), index++);
+            long n = Math.min(length - done, pageSize - within);
+            for (int last = first; done + n < length && region.adjacent(last, table.page(chunk.slot(), index)); last++, index++) {
+                n += Math.min(length - done - n, pageSize);
+            }
+            if (!run.take(first, within, done, n)) {
+                return false;
+            }
+            done += n;
+            within = 0;
+        }
+        return true;
     }
 
     /** Bytes the region holds: staged, in flight and free together. */

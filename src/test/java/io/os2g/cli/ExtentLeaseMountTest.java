@@ -67,12 +67,8 @@ class ExtentLeaseMountTest {
             s3.put("data", "other/" + i + ".bin", S3Fixture.bytes(2 * CHUNK, 100 + i));
         }
         mnt = Files.createDirectory(tmp.resolve("mnt"));
-        Path credentials = S3Fixture.credentialsFile(tmp);
-        MountCommand command = MountCommand.parse("data", mnt.toString(), "--endpoint", s3.endpoint().toString(),
-                "--credentials-file", credentials.toString(), "--staging-dir", tmp.resolve("staging").toString(), "--staging-size", "1M",
-                "--chunk-size", "64K", "--max-readahead", "128K", "--dir-prefetch", "0", "--request-timeout", "5", "--retries", "1");
-        MountConfig config = command.config();
-        gateway = Gateway.mount(config, new io.os2g.store.MinioObjectStore(config.store()));
+        gateway = TestMounts.mount(s3, tmp, mnt, "--staging-size", "1M", "--chunk-size", "64K", "--max-readahead", "128K",
+                "--dir-prefetch", "0");
     }
 
     @AfterEach

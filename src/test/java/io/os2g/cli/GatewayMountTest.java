@@ -59,13 +59,8 @@ class GatewayMountTest {
                 .put("data", "odd name ü.txt", small);
         mnt = Files.createDirectory(tmp.resolve("mnt"));
         staging = tmp.resolve("staging");
-        Path credentials = S3Fixture.credentialsFile(tmp);
-        MountCommand command = MountCommand.parse("data", mnt.toString(), "--endpoint", s3.endpoint().toString(),
-                "--credentials-file", credentials.toString(), "--staging-dir", staging.toString(),
-                "--staging-size", "1M", "--chunk-size", "64K", "--max-readahead", "256K", "--max-fetches", "8",
-                "--request-timeout", "5", "--retries", "1");
-        MountConfig config = command.config();
-        gateway = Gateway.mount(config, new io.os2g.store.MinioObjectStore(config.store()));
+        gateway = TestMounts.mount(s3, tmp, mnt, "--staging-size", "1M", "--chunk-size", "64K", "--max-readahead", "256K",
+                "--max-fetches", "8");
     }
 
     @AfterEach

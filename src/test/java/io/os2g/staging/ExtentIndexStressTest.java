@@ -5,8 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayInputStream;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -26,7 +29,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Writers stage and re-stage chunks in a region far too small for them while readers pin and copy:
  * every copy must equal the bytes of the version it pinned (never torn by an eviction), and when the
  * dust settles every page is free again. Readers go through the agent's own view or through a second
- * mapping of the same files, as a shim in another process does.
+ * mapping of the same files, as a shim in another process does; or they splice the chunk into a pipe,
+ * let the pin go, and only then read the pipe (as libfuse does after a spliced read returns): the pipe
+ * must still hold the pinned version's bytes though its pages were evicted and reused meanwhile.
  */
 @Tag("stress")
 class ExtentIndexStressTest {
@@ -37,7 +42,7 @@ class ExtentIndexStressTest {
     Path tmp;
 
     @ParameterizedTest(name = "readers through {0}")
-    @ValueSource(strings = {"the agent's view", "their own mapping"})
+    @ValueSource(strings = {"the agent's view", "their own mapping", "a pipe read after the pin is gone"})
     void readersNeverSeeBytesOfAnotherChunk(String readers) throws Exception {
         StagingConfig config = new StagingConfig(tmp.resolve("s"), 24L * PAGE, PAGE, 8L * PAGE, Duration.ofSeconds(10));
         StagingRegion region = StagingRegion.create(config);
@@ -45,7 +50,7 @@ class ExtentIndexStressTest {
         StagingView attached = null;
         try {
             ExtentIndex index = new ExtentIndex(region, 3L * PAGE);
-            StagingView view = readers.startsWith("their") ? (attached = StagingView.attach(config)) : index.view();
+            StagingView view = readers.startsWith("their") ? (attached = StagingView.attach(config, false)) : index.view();
             int keys = 40;
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
             List<Callable<Long>> tasks = new ArrayList<>();
@@ -71,7 +76,7 @@ class ExtentIndexStressTest {
                 tasks.add(() -> {
                     SplittableRandom random = new SplittableRandom(seed);
                     long verified = 0;
-                    try (Arena arena = Arena.ofConfined()) {
+                    try (Arena arena = Arena.ofConfined(); Pipe pipe = readers.startsWith("a pipe") ? new Pipe(4 * PAGE) : null) {
                         MemorySegment target = arena.allocate(3L * PAGE);
                         while (System.nanoTime() < deadline) {
                             int k = random.nextInt(keys);
@@ -81,9 +86,17 @@ class ExtentIndexStressTest {
                                 continue;
                             }
                             try {
-                                view.copyOut(chunk, 0, target, 0, chunk.length());
+                                if (pipe == null) {
+                                    view.copyOut(chunk, 0, target, 0, chunk.length());
+                                } else {
+                                    assertTrue(view.spliceOut(chunk, 0, pipe.writeEnd, chunk.length()), "the pipe took the chunk");
+                                }
                             } finally {
                                 view.release(chunk);
+                            }
+                            if (pipe != null) {
+                                Thread.sleep(0, random.nextInt(200_000)); // writers reuse the pages meanwhile
+                                pipe.readFully(target, chunk.length());
                             }
                             byte[] expected = body(k, version);
                             byte[] got = target.asSlice(0, chunk.length()).toArray(ValueLayout.JAVA_BYTE);
@@ -118,6 +131,61 @@ class ExtentIndexStressTest {
                 attached.close();
             }
             region.close();
+        }
+    }
+
+    /** A pipe through FFM: pipe2, F_SETPIPE_SZ, read. */
+    private static final class Pipe implements AutoCloseable {
+        private static final Linker LINKER = Linker.nativeLinker();
+        private static final MethodHandle PIPE2 = LINKER.downcallHandle(LINKER.defaultLookup().find("pipe2").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+        private static final MethodHandle FCNTL = LINKER.downcallHandle(LINKER.defaultLookup().find("fcntl").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+                Linker.Option.firstVariadicArg(2));
+        private static final MethodHandle READ = LINKER.downcallHandle(LINKER.defaultLookup().find("read").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+        private static final MethodHandle CLOSE = LINKER.downcallHandle(LINKER.defaultLookup().find("close").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+
+        final int readEnd;
+        final int writeEnd;
+
+        Pipe(int bytes) throws Exception {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment fds = arena.allocate(ValueLayout.JAVA_INT, 2);
+                assertEquals(0, (int) PIPE2.invokeExact(fds, 0x80000));
+                readEnd = fds.getAtIndex(ValueLayout.JAVA_INT, 0);
+                writeEnd = fds.getAtIndex(ValueLayout.JAVA_INT, 1);
+                assertTrue((int) FCNTL.invokeExact(writeEnd, 1031, bytes) >= bytes, "F_SETPIPE_SZ");
+            } catch (Error | Exception e) {
+                throw e;
+            } catch (Throwable t) {
+                throw new Exception(t);
+            }
+        }
+
+        void readFully(MemorySegment target, long length) throws Exception {
+            try {
+                for (long done = 0; done < length; ) {
+                    long n = (long) READ.invokeExact(readEnd, target.asSlice(done), length - done);
+                    assertTrue(n > 0, "the pipe ended early");
+                    done += n;
+                }
+            } catch (Error | Exception e) {
+                throw e;
+            } catch (Throwable t) {
+                throw new Exception(t);
+            }
+        }
+
+        @Override
+        public void close() throws Exception {
+            try {
+                int a = (int) CLOSE.invokeExact(readEnd);
+                int b = (int) CLOSE.invokeExact(writeEnd);
+            } catch (Throwable t) {
+                throw new Exception(t);
+            }
         }
     }
 
