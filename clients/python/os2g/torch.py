@@ -3,8 +3,9 @@
 os2g stages each file it serves in shared-memory segment files. A file of a mount can be leased: os2g
 stages it whole, pins it, and says where its bytes lie (``user.os2g.extents``, or ``MOUNT/.os2g/extents``
 for files with too many extents for an xattr). ``load_to_gpu`` maps those segments (once per process),
-registers the mappings with CUDA (page-locked: the copy is a DMA, not a bounce through a pinned
-buffer), and copies each extent into one GPU tensor with non-blocking copies on one stream; the lease
+registers the mappings with CUDA on a mount started with ``--gpu`` (page-locked: the copy is a DMA, not a
+bounce through a pinned buffer; other mounts replace the pages they reuse, which a registration would
+not follow), and copies each extent into one GPU tensor with non-blocking copies on one stream; the lease
 ends when the copies have finished. On a machine without CUDA, or for a file that is not on an os2g
 mount, it falls back to ``read()``: the bytes are the same either way.
 
@@ -32,7 +33,7 @@ EXTENTS_XATTR = "user.os2g.extents"
 _CUDA_HOST_REGISTER_READ_ONLY = 0x08
 
 _lock = threading.Lock()
-_segments = {}  # segment file -> its read-only mapping as a CPU uint8 tensor (registered with CUDA when possible)
+_segments = {}  # segment file -> its read-only mapping as a CPU uint8 tensor (registered with CUDA on --gpu mounts)
 
 
 class Lease:
