@@ -35,6 +35,7 @@ final class SegmentFiles implements AutoCloseable {
     private static final int EINTR = 4;
     private static final int EAGAIN = 11;
     private static final int ENOSPC = 28;
+    private static final int EOPNOTSUPP = 95;
     private static final int SPLICE_F_NONBLOCK = 2;
     private static final int FALLOC_FL_KEEP_SIZE = 1;
     private static final int FALLOC_FL_PUNCH_HOLE = 2;
@@ -214,18 +215,19 @@ final class SegmentFiles implements AutoCloseable {
     /**
      * Takes the pages under {@code [offset, offset + length)} of segment {@code segment} out of the
      * file (fallocate PUNCH_HOLE): the next write there gets fresh pages, and whoever still holds a
-     * reference to the old ones (a pipe they were spliced into) keeps the bytes it saw.
+     * reference to the old ones (a pipe they were spliced into) keeps the bytes it saw. False when the
+     * file system behind the segments cannot punch holes.
      */
-    void discard(int segment, long offset, long length) {
+    boolean discard(int segment, long offset, long length) {
         enter();
         try {
-            discardOpen(segment, offset, length);
+            return discardOpen(segment, offset, length);
         } finally {
             exit();
         }
     }
 
-    private void discardOpen(int segment, long offset, long length) {
+    private boolean discardOpen(int segment, long offset, long length) {
         MemorySegment state = CALL_STATES.get();
         int result;
         try {
@@ -233,10 +235,14 @@ final class SegmentFiles implements AutoCloseable {
         } catch (Throwable t) {
             throw new StagingException("punching pages out of staging segment " + files.get(segment) + " failed: " + t, t);
         }
-        if (result != 0) {
-            throw new StagingException("punching pages out of staging segment " + files.get(segment) + " failed: errno "
-                    + (int) ERRNO.get(state, 0L), null);
+        if (result == 0) {
+            return true;
         }
+        int errno = (int) ERRNO.get(state, 0L);
+        if (errno == EOPNOTSUPP) {
+            return false;
+        }
+        throw new StagingException("punching pages out of staging segment " + files.get(segment) + " failed: errno " + errno, null);
     }
 
     /** Counts a transfer in; throws IllegalStateException once the files are closed (the region went away). */

@@ -9,6 +9,8 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The segment files of one staging directory, open for the life of the region. Pages are numbered
@@ -24,6 +26,8 @@ import java.util.List;
  * device holds the physical pages, so reuse must overwrite them, and readers copy rather than splice.
  */
 public final class StagingRegion implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(StagingRegion.class);
 
     private final StagingConfig config;
     private final StagingDirectory directory;
@@ -56,6 +60,11 @@ public final class StagingRegion implements AutoCloseable {
             files.add(file);
         }
         this.segments = new SegmentFiles(files, directory != null);
+        if (directory != null && !segments.discard(0, 0, config.pageSize())) {
+            // a file system without hole punching (tmpfs and the usual disk file systems have it)
+            LOG.info("{} cannot punch holes: reused staging pages are overwritten in place and reads are copied", config.directory());
+            pagesInPlace = true;
+        }
     }
 
     /**
@@ -147,7 +156,9 @@ public final class StagingRegion implements AutoCloseable {
             while (i < pages.length && adjacent(last, pages[i])) {
                 last = pages[i++];
             }
-            segments.discard(first / pagesPerSegment, offsetInSegment(first), (long) (last - first + 1) << pageShift);
+            if (!segments.discard(first / pagesPerSegment, offsetInSegment(first), (long) (last - first + 1) << pageShift)) {
+                throw new StagingException("staging segments in " + config.directory() + " stopped taking hole punches", null);
+            }
         }
     }
 
