@@ -312,6 +312,15 @@ public final class Os2gFileSystem implements FuseOperations {
         }
     }
 
+    /** Whether reads may be spliced now: the staging region in use replaces the pages it reuses. */
+    boolean spliceable() {
+        try {
+            return link.staging().spliceable();
+        } catch (RuntimeException agentAway) {
+            return false; // the read itself says why
+        }
+    }
+
     /** What {@link #splice} answers for a read it cannot splice. */
     static final int NOT_SPLICED = Integer.MIN_VALUE;
 

@@ -148,7 +148,7 @@ final class SplicedReads implements AutoCloseable {
         try {
             String path = pathPointer.equals(MemorySegment.NULL) ? "" : pathPointer.getString(0, StandardCharsets.UTF_8);
             long fh = fi.get(ValueLayout.JAVA_LONG, fuse_file_info.fh$offset());
-            if (size >= MIN_SPLICED) {
+            if (size >= MIN_SPLICED && fs.spliceable()) {
                 ReplyPipe pipe = pipe();
                 if (pipe != null && size + PIPE_SLACK <= pipe.capacity()) {
                     int n = fs.splice(path, fh, pipe.writeEnd(), size, offset);
