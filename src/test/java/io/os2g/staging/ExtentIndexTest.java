@@ -83,6 +83,61 @@ class ExtentIndexTest {
     }
 
     @Test
+    void aPipeKeepsTheBytesOfPagesTheRegionReusedSinceUnlessItKeepsPagesInPlace() throws Exception {
+        for (boolean inPlace : new boolean[] {false, true}) {
+            ExtentIndex index = index(2L * PAGE, Duration.ofSeconds(1));
+            if (inPlace) {
+                region.keepPagesInPlace();
+            }
+            assertEquals(!inPlace, index.view().spliceable());
+            byte[] first = pattern(2 * PAGE, 1);
+            byte[] second = pattern(2 * PAGE, 2);
+            stage(index, new ChunkKey(1, 0), "e", first);
+            try (TestPipe pipe = new TestPipe(4 * PAGE); Arena arena = Arena.ofConfined()) {
+                StagedChunk chunk = index.view().acquire(new ChunkKey(1, 0), "e");
+                assertTrue(index.view().spliceOut(chunk, 0, pipe.writeEnd(), first.length));
+                index.view().release(chunk);
+                stage(index, new ChunkKey(2, 0), "e", second); // evicts key 1 and reuses its two pages
+                MemorySegment piped = arena.allocate(first.length);
+                pipe.readFully(piped, first.length);
+                // replaced pages: the pipe still holds the old ones; pages in place: overwritten under it
+                assertArrayEquals(inPlace ? second : first, piped.toArray(ValueLayout.JAVA_BYTE), "in place: " + inPlace);
+            }
+            assertArrayEquals(second, read(index, index.view().acquire(new ChunkKey(2, 0), "e"), 0, second.length));
+            region.close();
+            region = null;
+        }
+    }
+
+    /** ramfs cannot punch holes: such a region keeps its pages in place from the start (root only: it mounts ramfs). */
+    @Test
+    void aStagingFileSystemWithoutHolePunchingKeepsPagesInPlace() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "mounting ramfs needs root");
+        Path ramfs = java.nio.file.Files.createDirectory(tmp.resolve("ramfs"));
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                new ProcessBuilder("mount", "-t", "ramfs", "none", ramfs.toString()).inheritIO().start().waitFor() == 0, "ramfs");
+        try {
+            StagingRegion onRamfs = StagingRegion.create(new StagingConfig(ramfs.resolve("s"), 2L * PAGE, PAGE, 2L * PAGE, Duration.ofSeconds(1)));
+            try {
+                assertTrue(onRamfs.pagesInPlace());
+                ExtentIndex index = new ExtentIndex(onRamfs, 2L * PAGE);
+                assertFalse(index.view().spliceable());
+                for (int k = 0; k < 3; k++) { // the third evicts: pages overwritten where they are
+                    byte[] body = pattern(PAGE + 10, k);
+                    stage(index, new ChunkKey(k, 0), "e", body);
+                    StagedChunk chunk = index.view().acquire(new ChunkKey(k, 0), "e");
+                    assertArrayEquals(body, read(index, chunk, 0, body.length));
+                    index.view().release(chunk);
+                }
+            } finally {
+                onRamfs.close();
+            }
+        } finally {
+            new ProcessBuilder("umount", ramfs.toString()).inheritIO().start().waitFor();
+        }
+    }
+
+    @Test
     void aSmallFileTakesPagesNotAChunk() throws IOException {
         ExtentIndex index = index(16L * PAGE, Duration.ofSeconds(1));
         for (int i = 0; i < 8; i++) {
