@@ -71,6 +71,7 @@ final class GatewayStats {
         doc.put("bytes_served", metrics.bytesServed());
         doc.put("bytes_spliced", metrics.bytesSpliced());
         doc.put("reads", metrics.reads());
+        doc.put("open_files", metrics.openFiles());
         doc.put("staging_hits", metrics.stagingHits());
         doc.put("staging_misses", metrics.stagingMisses());
         doc.put("errors", metrics.errors());

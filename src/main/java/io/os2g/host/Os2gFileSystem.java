@@ -256,6 +256,7 @@ public final class Os2gFileSystem implements FuseOperations {
             long agentHandle = link.open(new OpenRequest(file.inode(), file.key(), file.etag(), file.size()));
             long fh = nextHandle.getAndIncrement();
             handles.put(fh, new OpenHandle(file, agentHandle));
+            metrics.openFiles(1);
             fi.setFh(fh);
             // the page cache survives this open; a new object version (new mtime or size at the next
             // getattr after the TTL) drops it in the kernel
@@ -341,6 +342,7 @@ public final class Os2gFileSystem implements FuseOperations {
     public int release(String path, FileInfo fi) {
         OpenHandle handle = handles.remove(fi.getFh());
         if (handle != null) {
+            metrics.openFiles(-1);
             long inode = handle.file().inode();
             if (leases.containsKey(inode) && openHandleOf(inode) == null) {
                 ExtentLease lease = leases.remove(inode);

@@ -52,6 +52,7 @@ public final class PrometheusMetrics {
                 .callback(cb -> shim.errorsByErrno().forEach((errno, n) -> cb.call(n, errno)))
                 .register(registry);
         gauge(registry, "os2g_reads_in_flight", "Read requests being answered now", shim::requestsInFlight);
+        gauge(registry, "os2g_open_files", "Files open in the mount", shim::openFiles);
         if (agent != null) {
             agentMetrics(registry, cb -> cb.accept(agent.get(), new String[0]));
             registry.register(gets);

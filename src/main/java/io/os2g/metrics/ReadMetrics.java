@@ -15,6 +15,7 @@ public final class ReadMetrics {
     private final LongAdder stagingMisses = new LongAdder();
     private final ConcurrentHashMap<Integer, LongAdder> errors = new ConcurrentHashMap<>();
     private final LongAdder requestsInFlight = new LongAdder();
+    private final LongAdder openFiles = new LongAdder();
     private final LongAdder hintsAccepted = new LongAdder();
     private final LongAdder hintsRejected = new LongAdder();
 
@@ -48,6 +49,15 @@ public final class ReadMetrics {
     /** A FUSE request started ({@code +1}) or answered ({@code -1}). */
     public void inFlight(int delta) {
         requestsInFlight.add(delta);
+    }
+
+    /** Files open in the mount: +1 per open, -1 per release (which the kernel sends after close(2) returns). */
+    public void openFiles(int delta) {
+        openFiles.add(delta);
+    }
+
+    public long openFiles() {
+        return openFiles.sum();
     }
 
     public long requestsInFlight() {

@@ -117,6 +117,16 @@ class ExtentLeaseMountTest {
         return pinned;
     }
 
+    private void awaitOpenFiles(long expected) throws Exception {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        long open;
+        while ((open = ((Number) io.os2g.metrics.Stats.parse(Files.readString(mnt.resolve(".os2g/stats"))).get("open_files")).longValue())
+                != expected && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertEquals(expected, open, "files open in the mount");
+    }
+
     private void readEverythingElse() throws Exception {
         for (int round = 0; round < 2; round++) {
             for (int i = 0; i < 24; i++) {
@@ -141,6 +151,7 @@ class ExtentLeaseMountTest {
             try (FileChannel second = FileChannel.open(file)) {
                 assertEquals(lease, xattr(file));
             }
+            awaitOpenFiles(1); // the second descriptor's RELEASE has arrived
             assertEquals(6, pinnedChunks(), "another descriptor closing does not end the lease");
             assertEquals(small.length, Files.readAllBytes(mnt.resolve("small.bin")).length);
         }

@@ -41,6 +41,9 @@ class PrometheusMetricsTest {
         shim.error(Errno.EIO);
         shim.error(Errno.ETIMEDOUT);
         shim.inFlight(1);
+        shim.openFiles(1);
+        shim.openFiles(1);
+        shim.spliced(512);
         AtomicReference<AgentCounters> agent = new AtomicReference<>(counters(10));
         Histogram gets = PrometheusMetrics.getSeconds();
         gets.observe(0.004);
@@ -55,6 +58,8 @@ class PrometheusMetricsTest {
         assertEquals(2, s.value("os2g_errors_total{errno=\"EIO\"}"));
         assertEquals(1, s.value("os2g_errors_total{errno=\"ETIMEDOUT\"}"));
         assertEquals(1, s.value("os2g_reads_in_flight"));
+        assertEquals(2, s.value("os2g_open_files"));
+        assertEquals(512, s.value("os2g_bytes_spliced_total"));
         assertEquals(10, s.value("os2g_gets_total"));
         assertEquals(2, s.value("os2g_gets_in_flight"));
         assertEquals(3, s.value("os2g_get_retries_total"));
