@@ -46,6 +46,8 @@ class ExtentIndexStressTest {
         // "their own mapping": the segments and extent table mapped again, as a shim in another process maps them
         StagingView attached = null;
         try {
+            org.junit.jupiter.api.Assumptions.assumeFalse(readers.startsWith("a pipe") && region.pagesInPlace(),
+                    "the temp dir's file system cannot punch holes: nothing is spliced there");
             ExtentIndex index = new ExtentIndex(region, 3L * PAGE);
             StagingView view = readers.startsWith("their") ? (attached = StagingView.attach(config, false)) : index.view();
             int keys = 40;

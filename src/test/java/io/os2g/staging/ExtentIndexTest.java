@@ -86,6 +86,7 @@ class ExtentIndexTest {
     void aPipeKeepsTheBytesOfPagesTheRegionReusedSinceUnlessItKeepsPagesInPlace() throws Exception {
         for (boolean inPlace : new boolean[] {false, true}) {
             ExtentIndex index = index(2L * PAGE, Duration.ofSeconds(1));
+            org.junit.jupiter.api.Assumptions.assumeTrue(inPlace || !region.pagesInPlace(), "the temp dir's file system cannot punch holes");
             if (inPlace) {
                 region.keepPagesInPlace();
             }
