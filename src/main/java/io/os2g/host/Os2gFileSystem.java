@@ -12,6 +12,7 @@ import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkLayout;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.EnumSet;
@@ -283,7 +284,7 @@ public final class Os2gFileSystem implements FuseOperations {
         if (handle == null) {
             if (control.isOpen(fh)) {
                 byte[] bytes = control.read(fh, offset, size);
-                MemorySegment.copy(bytes, 0, target, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, bytes.length);
+                MemorySegment.copy(bytes, 0, target, ValueLayout.JAVA_BYTE, 0, bytes.length);
                 return bytes.length;
             }
             return -Errno.EBADF;
