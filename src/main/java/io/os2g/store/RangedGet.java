@@ -3,16 +3,11 @@ package io.os2g.store;
 import io.minio.GetPresignedObjectUrlArgs;
 import io.minio.MinioClient;
 import io.minio.S3Escaper;
-import io.minio.Signer;
 import io.minio.http.Method;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
-import java.security.GeneralSecurityException;
-import java.time.ZoneOffset;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
-import java.util.Locale;
+import java.time.Clock;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import okhttp3.HttpUrl;
@@ -22,7 +17,7 @@ import okhttp3.Response;
 import okhttp3.ResponseBody;
 
 /**
- * One ranged GET as a single synchronous OkHttp call, signed with the MinIO client's SigV4 {@link Signer}.
+ * One ranged GET as a single synchronous OkHttp call, signed by {@link SigV4}.
  *
  * <p>Why not {@code MinioClient.getObject}: it dispatches every call on OkHttp's dispatcher threads and
  * hands the response back through a future, builds its arguments and headers through several layers, and
@@ -33,17 +28,13 @@ import okhttp3.ResponseBody;
  */
 final class RangedGet {
 
-    private static final DateTimeFormatter AMZ_DATE =
-            DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'", Locale.US).withZone(ZoneOffset.UTC);
-    /** SHA-256 of an empty body; plain http needs the real hash, https could say UNSIGNED-PAYLOAD. */
-    private static final String EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
     private static final Pattern CONTENT_RANGE = Pattern.compile("bytes (\\d+)-(\\d+)/(\\d+|\\*)");
     private static final Pattern ERROR_CODE = Pattern.compile("<Code>([^<]{1,128})</Code>");
     private static final int MAX_ERROR_BODY = 16 * 1024;
 
     private final OkHttpClient http;
-    private final String region;
-    private final Credentials credentials;
+    /** null for anonymous credentials: requests go unsigned. */
+    private final SigV4 signer;
     private final String bucket;
     private final HttpUrl bucketUrl;
     private final String hostHeader;
@@ -51,8 +42,8 @@ final class RangedGet {
     RangedGet(OkHttpClient http, MinioClient client, StoreConfig config) {
         this.http = http;
         this.bucket = config.bucket();
-        this.region = config.region();
-        this.credentials = config.credentials();
+        this.signer = config.credentials().isAnonymous() ? null
+                : new SigV4(config.credentials(), config.region(), Clock.systemUTC());
         this.bucketUrl = bucketUrl(client, config.bucket());
         this.hostHeader = bucketUrl.port() == HttpUrl.defaultPort(bucketUrl.scheme())
                 ? bucketUrl.host() : bucketUrl.host() + ":" + bucketUrl.port();
@@ -112,20 +103,7 @@ final class RangedGet {
     }
 
     private Request sign(Request.Builder request) {
-        if (credentials.isAnonymous()) {
-            return request.build();
-        }
-        request.header("x-amz-date", AMZ_DATE.format(ZonedDateTime.now(ZoneOffset.UTC)))
-                .header("x-amz-content-sha256", EMPTY_SHA256);
-        if (credentials.sessionToken() != null && !credentials.sessionToken().isEmpty()) {
-            request.header("X-Amz-Security-Token", credentials.sessionToken());
-        }
-        try {
-            return Signer.signV4S3(request.build(), region, credentials.accessKeyId(),
-                    credentials.secretAccessKey(), EMPTY_SHA256);
-        } catch (GeneralSecurityException e) {
-            throw new IllegalStateException("HmacSHA256 or SHA-256 missing from this JDK", e);
-        }
+        return signer == null ? request.build() : signer.sign(request.build());
     }
 
     /**
