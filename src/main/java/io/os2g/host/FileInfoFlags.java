@@ -44,7 +44,10 @@ final class FileInfoFlags {
             return false;
         }
         try {
-            MemorySegment segment = ((MemorySegment) SEGMENT.invoke(fi)).reinterpret(FILE_INFO_SIZE);
+            MemorySegment segment = (MemorySegment) SEGMENT.invoke(fi);
+            if (segment.byteSize() < FILE_INFO_SIZE) { // unbounded from jfuse: see StatFields
+                return false;
+            }
             segment.set(ValueLayout.JAVA_INT, BITS, segment.get(ValueLayout.JAVA_INT, BITS) | bit);
             return true;
         } catch (Throwable t) {

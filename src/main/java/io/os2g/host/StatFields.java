@@ -33,8 +33,13 @@ final class StatFields {
         }
         MemorySegment segment;
         try {
-            segment = ((MemorySegment) SEGMENT.invoke(stat)).reinterpret(STAT_SIZE);
+            segment = (MemorySegment) SEGMENT.invoke(stat);
         } catch (Throwable t) {
+            return;
+        }
+        // jfuse's pointers are unbounded (jextract's C_POINTER), so no reinterpret: a restricted method
+        // whose caller check walks the stack, half of getattr's CPU when it was called here
+        if (segment.byteSize() < STAT_SIZE) {
             return;
         }
         segment.set(ValueLayout.JAVA_LONG_UNALIGNED, ST_BLKSIZE, blockSize);
