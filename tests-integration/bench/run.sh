@@ -45,7 +45,7 @@ for _ in $(seq 600); do grep -q '^endpoint ' "$server_log" 2>/dev/null && break;
 endpoint="$(awk '/^endpoint /{print $2}' "$server_log")"
 [ -n "$endpoint" ] || { echo "s3-server did not start: $(cat "$server_log")" >&2; exit 1; }
 
-echo "== seeding s3://bench ($small JPEGs, $large x 256 MiB, $tree tree objects) at $endpoint"
+echo "== seeding s3://bench ($small JPEGs, $large x 256 MiB, $tree tree objects) at $endpoint, then warming the server"
 /usr/bin/python3 "$here/seed.py" "$endpoint" bench "$small" "$large" 256 "$tree"
 
 echo "== indexing the tar shards (os2g index: sidecar indexes, as a user of --expand-tar would)"
