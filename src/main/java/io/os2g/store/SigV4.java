@@ -36,6 +36,8 @@ final class SigV4 {
     /** Headers a proxy may change on the way, left out of the signature as the AWS SDKs and MinIO leave them. */
     private static final Set<String> UNSIGNED = Set.of("accept-encoding", "authorization", "content-type",
             "content-length", "user-agent");
+    /** Headers {@link #sign} sets itself, replacing any the request carried. */
+    private static final Set<String> ADDED = Set.of("x-amz-date", "x-amz-content-sha256", "x-amz-security-token");
     private static final HexFormat HEX = HexFormat.of();
 
     /** The signing key of one UTC day, as a MAC ready to be cloned. */
@@ -72,23 +74,22 @@ final class SigV4 {
         }
         String amzDate = amzDate(LocalDateTime.ofInstant(clock.instant(), ZoneOffset.UTC));
         String date = amzDate.substring(0, 8);
-        Request.Builder signed = request.newBuilder()
-                .header("x-amz-date", amzDate)
-                .header("x-amz-content-sha256", EMPTY_SHA256);
-        if (credentials.sessionToken() != null && !credentials.sessionToken().isEmpty()) {
-            signed.header("X-Amz-Security-Token", credentials.sessionToken());
-        }
-        Request unsigned = signed.build();
-
+        String token = credentials.sessionToken() == null || credentials.sessionToken().isEmpty() ? null
+                : credentials.sessionToken();
         TreeMap<String, String> headers = new TreeMap<>();
-        for (int i = 0; i < unsigned.headers().size(); i++) {
-            String name = unsigned.headers().name(i).toLowerCase(Locale.ROOT);
-            if (!UNSIGNED.contains(name)) {
-                headers.merge(name, canonicalValue(unsigned.headers().value(i)), (a, b) -> a + "," + b);
+        for (int i = 0; i < request.headers().size(); i++) {
+            String name = request.headers().name(i).toLowerCase(Locale.ROOT);
+            if (!UNSIGNED.contains(name) && !ADDED.contains(name)) {
+                headers.merge(name, canonicalValue(request.headers().value(i)), (a, b) -> a + "," + b);
             }
         }
-        StringBuilder canonical = new StringBuilder(256).append(unsigned.method()).append('\n')
-                .append(unsigned.url().encodedPath()).append("\n\n");
+        headers.put("x-amz-date", amzDate);
+        headers.put("x-amz-content-sha256", EMPTY_SHA256);
+        if (token != null) {
+            headers.put("x-amz-security-token", canonicalValue(token));
+        }
+        StringBuilder canonical = new StringBuilder(256).append(request.method()).append('\n')
+                .append(request.url().encodedPath()).append("\n\n");
         for (Map.Entry<String, String> h : headers.entrySet()) {
             canonical.append(h.getKey()).append(':').append(h.getValue()).append('\n');
         }
@@ -99,8 +100,15 @@ final class SigV4 {
         String stringToSign = ALGORITHM + "\n" + amzDate + "\n" + scope + "\n" + HEX.formatHex(digest(canonical));
         Mac mac = clone(signingKey(date));
         String signature = HEX.formatHex(mac.doFinal(stringToSign.getBytes(StandardCharsets.UTF_8)));
-        return signed.header("Authorization", ALGORITHM + " Credential=" + credentials.accessKeyId() + "/" + scope
-                + ", SignedHeaders=" + signedHeaders + ", Signature=" + signature).build();
+        Request.Builder signed = request.newBuilder()
+                .header("x-amz-date", amzDate)
+                .header("x-amz-content-sha256", EMPTY_SHA256)
+                .header("Authorization", ALGORITHM + " Credential=" + credentials.accessKeyId() + "/" + scope
+                        + ", SignedHeaders=" + signedHeaders + ", Signature=" + signature);
+        if (token != null) {
+            signed.header("X-Amz-Security-Token", token);
+        }
+        return signed.build();
     }
 
     private byte[] digest(CharSequence text) {
