@@ -2,7 +2,7 @@
 the page cache dropped before each, the same server, data and reader code for all. Appends one JSON
 line per (target, workload) to the results file.
 
-    bench.py ENDPOINT DATA_DIR RESULTS [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--only TARGET]
+    bench.py ENDPOINT DATA_DIR RESULTS [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--only TARGET] [--server-pid PID]
 """
 
 import argparse
@@ -182,12 +182,14 @@ def main():
     ap.add_argument("--only", help="run only the targets of this name (os2g, os2g-split, s3fs, rclone, local), appending to RESULTS")
     ap.add_argument("--workloads", help="run only these workloads (comma-separated labels, e.g. small-4,small-4-hinted)")
     ap.add_argument("--default-flags", action="store_true", help="only each peer's default flags (as --quick does), at full size")
+    ap.add_argument("--server-pid", type=int, default=0, help="the S3 server's process on this machine: its CPU is recorded too")
+    ap.add_argument("--server-warmed", default="", help="how the server was warmed (seed.py's line), for the report")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="os2g-bench-"))
     mnt = work / "mnt"
     mnt.mkdir()
     meta = {"date": time.strftime("%Y-%m-%d"), "latency_ms": a.latency_ms, "quick": a.quick,
-            "workloads": a.workloads, "default_flags": a.default_flags, **versions()}
+            "workloads": a.workloads, "default_flags": a.default_flags, "server_warmed": a.server_warmed, **versions()}
     with open(a.results, "a" if a.only else "w") as out:
         if not a.only:
             out.write(json.dumps({"meta": meta}) + "\n")
@@ -207,7 +209,7 @@ def main():
                 agent_pid = target.agent_proc.pid if target.agent_proc is not None else 0
                 try:
                     agent_cpu0 = cpu_seconds(agent_pid) if agent_pid else 0
-                    r = subprocess.run([PY, str(HERE / "workloads.py"), str(root), str(pid), *args],
+                    r = subprocess.run([PY, str(HERE / "workloads.py"), str(root), str(pid), *args, "--server-pid", str(a.server_pid)],
                                        capture_output=True, text=True, timeout=WORKLOAD_TIMEOUT_S)
                     if r.returncode != 0:
                         row = {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"}

@@ -49,7 +49,8 @@ endpoint="$(awk '/^endpoint /{print $2}' "$server_log")"
 [ -n "$endpoint" ] || { echo "s3-server did not start: $(cat "$server_log")" >&2; exit 1; }
 
 echo "== seeding s3://bench ($small JPEGs, $large x 256 MiB, $tree tree objects) at $endpoint, then warming the server"
-/usr/bin/python3 "$here/seed.py" "$endpoint" bench "$small" "$large" 256 "$tree"
+warmed="$(/usr/bin/python3 "$here/seed.py" "$endpoint" bench "$small" "$large" 256 "$tree" "$server")"
+echo "$warmed"
 
 echo "== indexing the tar shards (os2g index: sidecar indexes, as a user of --expand-tar would)"
 for shard in $(seq 0 7); do
@@ -58,5 +59,5 @@ for shard in $(seq 0 7); do
 done
 
 echo "== running (latency $latency ms${quick:+, quick})"
-/usr/bin/python3 "$here/bench.py" "$endpoint" "$data" "$here/results.jsonl" --latency-ms "$latency" $quick "${select[@]}"
+/usr/bin/python3 "$here/bench.py" "$endpoint" "$data" "$here/results.jsonl" --latency-ms "$latency" --server-pid "$server" --server-warmed "$warmed" $quick "${select[@]}"
 /usr/bin/python3 "$here/report.py" "$here/results.jsonl" --markdown "$report_md" --png "$report_png"

@@ -1,7 +1,9 @@
-"""Benchmark workloads, run against a mounted directory. Each prints one JSON line with its numbers and
-the gateway process's CPU seconds (utime + stime from /proc) and peak RSS (VmHWM) over the run.
+"""Benchmark workloads, run against a mounted directory. Each prints one JSON line with its numbers, the
+gateway process's CPU seconds (utime + stime from /proc) and peak RSS (VmHWM), and over the same
+interval the S3 server's CPU seconds (it shares this machine's cores) and the CPU seconds the
+hypervisor stole from this machine (/proc/stat: a noisy neighbour, not the workload).
 
-    workloads.py MOUNT GATEWAY_PID WORKLOAD [--readers N]
+    workloads.py MOUNT GATEWAY_PID WORKLOAD [--readers N] [--server-pid PID]
 """
 
 import argparse
@@ -26,6 +28,26 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def steal_seconds():
+    with open("/proc/stat") as f:
+        return int(f.readline().split()[8]) / CLOCK_TICKS
+
+
+class Meter:
+    """CPU over one measured interval: the gateway's, the S3 server's, and what the hypervisor stole."""
+
+    def __init__(self, pid, server_pid):
+        self.pid, self.server_pid = pid, server_pid
+        self.start = self._now()
+
+    def _now(self):
+        return cpu_seconds(self.pid), cpu_seconds(self.server_pid), steal_seconds()
+
+    def done(self):
+        gateway, server, steal = (b - a for a, b in zip(self.start, self._now()))
+        return {"gateway_cpu_s": gateway, "server_cpu_s": server, "steal_s": steal}
 
 
 def peak_rss_bytes(pid):
@@ -65,7 +87,7 @@ def parallel_read(paths, readers):
         return total, time.perf_counter() - t0
 
 
-def dataloader(a, pid):
+def dataloader(a):
     """The PyTorch loader of an ImageFolder training job: PIL decode, resize 224, batch 32, 2 workers, shuffled."""
     import torch
     from torch.utils.data import DataLoader, Subset, SubsetRandomSampler
@@ -74,23 +96,21 @@ def dataloader(a, pid):
     torch.manual_seed(0)
     tf = transforms.Compose([transforms.Resize(224), transforms.CenterCrop(224), transforms.ToTensor()])
     dataset = datasets.ImageFolder(os.path.join(a.mount, "small"), transform=tf)
+    chosen = random.Random(3).sample(range(len(dataset)), min(a.limit, len(dataset))) if a.limit else range(len(dataset))
+    read_bytes = sum(os.path.getsize(dataset.samples[i][0]) for i in chosen)
     if a.hint:
         # the loader's own shuffled order, told to the mount each epoch by the os2g client's sampler
-        indices = random.Random(3).sample(range(len(dataset)), min(a.limit, len(dataset))) if a.limit else range(len(dataset))
-        sampler = os2g.Os2gSampler(SubsetRandomSampler(indices), [p for p, _ in dataset.samples])
+        sampler = os2g.Os2gSampler(SubsetRandomSampler(chosen), [p for p, _ in dataset.samples])
         loader = DataLoader(dataset, batch_size=32, num_workers=2, sampler=sampler)
     else:
-        if a.limit:
-            dataset = Subset(dataset, random.Random(3).sample(range(len(dataset)), min(a.limit, len(dataset))))
-        loader = DataLoader(dataset, batch_size=32, num_workers=2, shuffle=True)
-    cpu0 = cpu_seconds(pid)
+        loader = DataLoader(Subset(dataset, chosen) if a.limit else dataset, batch_size=32, num_workers=2, shuffle=True)
+    meter = Meter(a.pid, a.server_pid)
     t0 = time.perf_counter()
     samples = 0
     for images, _ in loader:
         samples += images.shape[0]
     seconds = time.perf_counter() - t0
-    return {"samples": samples, "seconds": seconds, "samples_per_s": samples / seconds,
-            "gateway_cpu_s": cpu_seconds(pid) - cpu0}
+    return {"samples": samples, "bytes": read_bytes, "seconds": seconds, "samples_per_s": samples / seconds, **meter.done()}
 
 
 def main():
@@ -105,6 +125,7 @@ def main():
     ap.add_argument("--root", default="small", help="small: the directory whose files are read (default: small)")
     ap.add_argument("--tar", action="store_true",
                     help="small: read the members of MOUNT/shards/*.tar.d (an os2g --expand-tar mount) instead of MOUNT/small")
+    ap.add_argument("--server-pid", type=int, default=0, help="the S3 server's process, when it runs on this machine")
     ap.add_argument("--hint", action="store_true",
                     help="tell the mount the read order first (MOUNT/.os2g/prefetch; nothing on other file systems)")
     a = ap.parse_args()
@@ -122,7 +143,7 @@ def main():
             paths = paths[: a.limit]
         epochs = []
         for epoch in range(a.epochs):
-            cpu0 = cpu_seconds(a.pid)
+            meter = Meter(a.pid, a.server_pid)
             hint_seconds = 0.0
             if a.hint:  # counted in the epoch's time
                 t0 = time.perf_counter()
@@ -132,31 +153,30 @@ def main():
             seconds += hint_seconds
             epochs.append({"epoch": epoch + 1, "files": len(paths), "bytes": total, "seconds": seconds,
                            "files_per_s": len(paths) / seconds, "mb_per_s": total / 1e6 / seconds,
-                           "gateway_cpu_s": cpu_seconds(a.pid) - cpu0})
+                           **meter.done()})
             random.Random(epoch + 2).shuffle(paths)
         result["epochs"] = epochs
     elif a.workload == "sequential":
         paths = files_under(os.path.join(a.mount, "large"))[: a.readers]
-        cpu0 = cpu_seconds(a.pid)
+        meter = Meter(a.pid, a.server_pid)
         total, seconds = parallel_read(paths, a.readers)
-        result.update(files=len(paths), bytes=total, seconds=seconds, mb_per_s=total / 1e6 / seconds,
-                      gateway_cpu_s=cpu_seconds(a.pid) - cpu0)
+        result.update(files=len(paths), bytes=total, seconds=seconds, mb_per_s=total / 1e6 / seconds, **meter.done())
     elif a.workload == "walk":
-        cpu0 = cpu_seconds(a.pid)
+        meter = Meter(a.pid, a.server_pid)
         t0 = time.perf_counter()
         count = 0
         for d, _, names in os.walk(os.path.join(a.mount, a.tree)):
             for n in names:
                 os.stat(os.path.join(d, n))
                 count += 1
-        result.update(objects=count, seconds=time.perf_counter() - t0, gateway_cpu_s=cpu_seconds(a.pid) - cpu0)
+        result.update(objects=count, seconds=time.perf_counter() - t0, **meter.done())
     elif a.workload == "dataloader":
-        result.update(dataloader(a, a.pid))
+        result.update(dataloader(a))
     elif a.workload == "zstd":
         # the decompressed view where the mount has one (os2g --decompress), else `zstd -dc` of the object
         compressed = os.path.join(a.mount, "zst", "text-1g.jsonl.zst")
         plain = compressed[: -len(".zst")]
-        cpu0 = cpu_seconds(a.pid)
+        meter = Meter(a.pid, a.server_pid)
         t0 = time.perf_counter()
         if os.path.exists(plain):
             total = read_whole([plain])
@@ -166,8 +186,7 @@ def main():
             total = int(out.stdout.split()[0])
             how = "zstd -dc of the .zst"
         seconds = time.perf_counter() - t0
-        result.update(files=1, bytes=total, seconds=seconds, mb_per_s=total / 1e6 / seconds, how=how,
-                      gateway_cpu_s=cpu_seconds(a.pid) - cpu0 if a.pid else 0)
+        result.update(files=1, bytes=total, seconds=seconds, mb_per_s=total / 1e6 / seconds, how=how, **meter.done())
     elif a.workload == "ttfb":
         path = files_under(os.path.join(a.mount, "large"))[-1]
         t0 = time.perf_counter()
