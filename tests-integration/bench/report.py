@@ -75,6 +75,12 @@ def load(path):
 REFERENCE = {"tar-4": "tarsrc-4"}
 
 
+def local_reference(rows, key, epoch=0):
+    """The local copy's value: the mean of its runs (bench.py runs it first and last, against drift)."""
+    values = [value(r, key, epoch) for r in rows if r["target"] == "local" and value(r, key, epoch) is not None]
+    return sum(values) / len(values) if values else None
+
+
 def ratio(v, ref, higher):
     if v is None or ref in (None, 0) or v == 0:
         return None
@@ -95,7 +101,7 @@ def tables(meta, rows):
             reference = [r for r in rows if r.get("label") == REFERENCE.get(label) and "error" not in r] or ok
             peer_values = [value(r, key, epoch) for r in reference if r["target"] in PEERS and value(r, key, epoch) is not None]
             best_peer = (max(peer_values) if higher else min(peer_values)) if peer_values else None
-            local = next((value(r, key, epoch) for r in reference if r["target"] == "local"), None)
+            local = local_reference(reference, key, epoch)
             lines = [f"### {name}", "", f"| target | flags | {unit} | gateway CPU s/GiB | split: agent CPU s/GiB | S3 server CPU s | stolen s | peak RSS MiB | vs best peer | vs local |",
                      "|---|---|---|---|---|---|---|---|---|---|"]
             for r in group:
@@ -133,7 +139,8 @@ column); "S3 server CPU" the server's over the same interval (it shares this mac
 mount and the readers: the local copy's row shows it idle); "stolen" the CPU seconds the hypervisor took
 from this machine meanwhile (/proc/stat steal: time neither the readers nor the mount got; rows with much of it
 ran on a slower machine than their neighbours); "peak RSS" the mount's VmHWM (for os2g it includes the staging region's shared memory). Ratios: how many times better than the best peer (s3fs or rclone, any flags) and than the
-local copy (below 1: slower). What the numbers mean and where the time goes: [PERFORMANCE.md](PERFORMANCE.md).
+local copy (below 1: slower; the local copy runs first and last, and "vs local" is against the mean of
+the two, so the two local rows also show how much this machine's speed drifted during the run). What the numbers mean and where the time goes: [PERFORMANCE.md](PERFORMANCE.md).
 
 ![results relative to the local copy](benchmarks.png)
 
@@ -149,7 +156,7 @@ def chart(meta, rows, path):
     names, series = [], {}
     for label, (title, key, unit, higher) in WORKLOADS.items():
         group = [r for r in rows if r.get("label") == label and "error" not in r]
-        local = next((value(r, key) for r in group if r["target"] == "local"), None)
+        local = local_reference(group, key)
         if not group or not local:
             continue
         names.append(label)
