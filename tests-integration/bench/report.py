@@ -53,7 +53,7 @@ def agent_cpu_per_gib(row):
     return row["agent_cpu_s"] / (b / GIB) if b else None
 
 
-def seconds(row, key, epoch=0):
+def interval_seconds(row, key, epoch=0):
     """server_cpu_s or steal_s of the measured interval (results from before they were recorded: None)."""
     source = row["epochs"][epoch] if "epochs" in row and epoch < len(row["epochs"]) else row
     return source.get(key)
@@ -114,7 +114,7 @@ def tables(meta, rows):
                 rss = r.get("gateway_peak_rss_bytes", 0) / (1 << 20)
                 rp, rl = ratio(v, best_peer, higher), ratio(v, local, higher)
                 fmt = (lambda x: f"{x:.2f}") if unit == "s" else (lambda x: f"{x:,.0f}")
-                server, stolen = seconds(r, "server_cpu_s", epoch), seconds(r, "steal_s", epoch)
+                server, stolen = interval_seconds(r, "server_cpu_s", epoch), interval_seconds(r, "steal_s", epoch)
                 lines.append(f"| **{r['target']}** | {r['flags']} | {fmt(v) if v is not None else ''} | "
                              f"{'' if c is None else f'{c:.2f}'} | {'' if a is None else f'{a:.2f}'} | "
                              f"{'' if server is None else f'{server:.1f}'} | {'' if stolen is None else f'{stolen:.1f}'} | {'' if not rss else f'{rss:.0f}'} | "
