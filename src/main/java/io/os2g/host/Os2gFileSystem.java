@@ -405,11 +405,10 @@ public final class Os2gFileSystem implements FuseOperations {
             if (!(namespace.resolve(path) instanceof Node.File file)) {
                 return -Errno.ENODATA;
             }
-            OpenHandle handle = openHandleOf(file.inode());
-            if (handle == null) {
+            ExtentLease lease = leases.computeIfAbsent(file.inode(), this::leaseThroughAnOpenHandle);
+            if (lease == null) {
                 return -Errno.ENODATA;
             }
-            ExtentLease lease = leases.computeIfAbsent(file.inode(), inode -> reader.lease(handle));
             if (openHandleOf(file.inode()) == null && leases.remove(file.inode(), lease)) {
                 lease.close(); // the last descriptor closed while the lease was taken
                 return -Errno.ENODATA;
@@ -429,6 +428,24 @@ public final class Os2gFileSystem implements FuseOperations {
         } catch (RuntimeException e) {
             return fail("getxattr", path, e);
         }
+    }
+
+    /**
+     * A lease on {@code inode} taken through any of its open handles, or null if it has none. The
+     * handle picked may be closing as the lease is taken (the kernel sends RELEASE after close(2)
+     * returns, so an earlier descriptor's can arrive now): then another open handle serves.
+     */
+    private ExtentLease leaseThroughAnOpenHandle(long inode) {
+        for (OpenHandle handle = openHandleOf(inode); handle != null; handle = openHandleOf(inode)) {
+            try {
+                return reader.lease(handle);
+            } catch (RuntimeException e) {
+                if (handles.containsValue(handle)) {
+                    throw e;
+                }
+            }
+        }
+        return null;
     }
 
     private OpenHandle openHandleOf(long inode) {
