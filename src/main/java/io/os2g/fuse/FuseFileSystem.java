@@ -1,0 +1,39 @@
+package io.os2g.fuse;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+
+/**
+ * A read-only file system as the FUSE kernel protocol sees it: nodes by number (1 is the root), looked
+ * up by name in a parent. Every method may throw an {@link io.os2g.ErrnoException} (or any runtime
+ * exception, which answers EIO); the session turns it into the reply's errno.
+ */
+public interface FuseFileSystem {
+
+    /** A node's attributes, as stat(2) shows them. */
+    record Attributes(long node, long size, int mode, int nlink, int uid, int gid, long mtimeMillis) {
+    }
+
+    /** One directory entry. */
+    record Entry(String name, long node, int mode) {
+    }
+
+    /** The entry {@code name} in directory {@code parent}; ENOENT when there is none. */
+    Attributes lookup(long parent, String name);
+
+    Attributes getattr(long node);
+
+    /** Opens a file for reading; the handle comes back with each read and the release. */
+    long open(long node, int flags);
+
+    /**
+     * Up to {@code size} bytes of the file from {@code offset} (fewer at its end): a segment of native
+     * memory (a staging mapping) that the session writes to the kernel before its next call on this thread.
+     */
+    MemorySegment read(long node, long handle, long offset, int size);
+
+    void release(long node, long handle);
+
+    /** The directory's entries, "." and ".." included, in a stable order. */
+    List<Entry> list(long directory);
+}

@@ -1,0 +1,127 @@
+package io.os2g.fuse;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The libc calls the FUSE device needs, through FFM, each with the errno of the call captured (a
+ * later JVM-internal call may overwrite the thread's errno before Java could read it).
+ */
+final class Native {
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final ThreadLocal<MemorySegment> STATE = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CALL_STATE));
+
+    static final int O_RDWR = 2;
+    static final int O_CLOEXEC = 0x80000;
+    static final int EINTR = 4;
+    static final int ENOENT = 2;
+    static final int EAGAIN = 11;
+    static final int ENODEV = 19;
+
+    private static final MethodHandle OPEN = handle("open", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.ADDRESS, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle CLOSE = handle("close", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+    private static final MethodHandle READ = handle("read", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+    private static final MethodHandle WRITEV = handle("writev", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+    private static final MethodHandle IOCTL = handle("ioctl", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle MOUNT = handle("mount", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+    private static final MethodHandle UMOUNT2 = handle("umount2", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+
+    private Native() {
+    }
+
+    private static MethodHandle handle(String name, FunctionDescriptor descriptor, Linker.Option... options) {
+        Linker.Option[] all = java.util.Arrays.copyOf(options, options.length + 1);
+        all[options.length] = Linker.Option.captureCallState("errno");
+        MethodHandle h = LINKER.downcallHandle(LINKER.defaultLookup().find(name).orElseThrow(), descriptor, all);
+        return h;
+    }
+
+    /** errno of this thread's last call through this class. */
+    static int errno() {
+        return (int) ERRNO.get(STATE.get(), 0L);
+    }
+
+    static int open(String path, int flags) {
+        try (Arena arena = Arena.ofConfined()) {
+            return (int) OPEN.invokeExact(STATE.get(), arena.allocateFrom(path), flags);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int close(int fd) {
+        try {
+            return (int) CLOSE.invokeExact(STATE.get(), fd);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static long read(int fd, MemorySegment buffer) {
+        try {
+            return (long) READ.invokeExact(STATE.get(), fd, buffer, buffer.byteSize());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** writev(2) of {@code count} iovecs laid out in {@code iov} (address, length pairs). */
+    static long writev(int fd, MemorySegment iov, int count) {
+        try {
+            return (long) WRITEV.invokeExact(STATE.get(), fd, iov, count);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int ioctl(int fd, long request, MemorySegment argument) {
+        try {
+            return (int) IOCTL.invokeExact(STATE.get(), fd, request, argument);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int mount(String source, String target, String type, long flags, String data) {
+        try (Arena arena = Arena.ofConfined()) {
+            return (int) MOUNT.invokeExact(STATE.get(), arena.allocateFrom(source), arena.allocateFrom(target),
+                    arena.allocateFrom(type), flags, arena.allocateFrom(data));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int umount2(String target, int flags) {
+        try (Arena arena = Arena.ofConfined()) {
+            return (int) UMOUNT2.invokeExact(STATE.get(), arena.allocateFrom(target), flags);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    private static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) {
+            return r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        return new IllegalStateException(t);
+    }
+}

@@ -1,0 +1,139 @@
+package io.os2g.fuse;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.os2g.Errno;
+import io.os2g.ErrnoException;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Random;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A real kernel mount served by {@link FuseSession}: what a reader of the mount sees. */
+class FuseSessionMountTest {
+
+    private static final long ROOT = 1, FILE = 2, DIR = 3;
+    private static final byte[] BYTES = new byte[3 * 1024 * 1024 + 123];
+
+    static {
+        new Random(7).nextBytes(BYTES);
+    }
+
+    @TempDir
+    Path dir;
+    private Path mnt;
+    private FuseSession session;
+
+    /** "/data.bin" (3 MiB + 123 bytes) and an empty "/sub". */
+    private static final class TinyFs implements FuseFileSystem {
+        @Override
+        public Attributes lookup(long parent, String name) {
+            if (parent == ROOT && name.equals("data.bin")) {
+                return getattr(FILE);
+            }
+            if (parent == ROOT && name.equals("sub")) {
+                return getattr(DIR);
+            }
+            throw new NotFound();
+        }
+
+        @Override
+        public Attributes getattr(long node) {
+            return node == FILE ? new Attributes(FILE, BYTES.length, 0100444, 1, 0, 0, 1_700_000_000_123L)
+                    : new Attributes(node, 4096, 040555, 2, 0, 0, 1_700_000_000_000L);
+        }
+
+        @Override
+        public long open(long node, int flags) {
+            return 42;
+        }
+
+        @Override
+        public MemorySegment read(long node, long handle, long offset, int size) {
+            int from = (int) Math.min(offset, BYTES.length);
+            int to = (int) Math.min(BYTES.length, offset + size);
+            MemorySegment data = java.lang.foreign.Arena.ofAuto().allocate(Math.max(to - from, 1));
+            MemorySegment.copy(BYTES, from, data, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, to - from);
+            return data.asSlice(0, to - from);
+        }
+
+        @Override
+        public void release(long node, long handle) {
+        }
+
+        @Override
+        public List<Entry> list(long directory) {
+            List<Entry> entries = new java.util.ArrayList<>(List.of(new Entry(".", directory, 040555), new Entry("..", ROOT, 040555)));
+            if (directory == ROOT) {
+                entries.add(new Entry("data.bin", FILE, 0100444));
+                entries.add(new Entry("sub", DIR, 040555));
+            }
+            return entries;
+        }
+    }
+
+    private static final class NotFound extends ErrnoException {
+        NotFound() {
+            super("no such entry", null);
+        }
+
+        @Override
+        public int errno() {
+            return Errno.ENOENT;
+        }
+    }
+
+    @BeforeEach
+    void mount() throws Exception {
+        assumeTrue(Files.isWritable(Path.of("/dev/fuse")) && "root".equals(System.getProperty("user.name")),
+                "needs root and /dev/fuse");
+        mnt = Files.createDirectory(dir.resolve("mnt"));
+        int fd = FuseMounter.mount(mnt, "tiny", "os2gtest", "default_permissions", 0, 0);
+        session = new FuseSession(fd, new TinyFs(), 2);
+        session.start();
+    }
+
+    @AfterEach
+    void unmount() throws Exception {
+        if (session != null) {
+            FuseMounter.unmount(mnt);
+            session.join();
+            session.close();
+        }
+    }
+
+    @Test
+    void aFileReadsBackItsBytesWholeAndAtAnOffset() throws Exception {
+        assertArrayEquals(BYTES, Files.readAllBytes(mnt.resolve("data.bin")));
+        try (var channel = java.nio.channels.FileChannel.open(mnt.resolve("data.bin"))) {
+            java.nio.ByteBuffer tail = java.nio.ByteBuffer.allocate(1000);
+            int n = channel.read(tail, BYTES.length - 500);
+            assertEquals(500, n);
+            assertArrayEquals(java.util.Arrays.copyOfRange(BYTES, BYTES.length - 500, BYTES.length),
+                    java.util.Arrays.copyOf(tail.array(), 500));
+        }
+    }
+
+    @Test
+    void statListAndMissingNamesAreWhatTheFileSystemSays() throws Exception {
+        assertEquals(BYTES.length, Files.size(mnt.resolve("data.bin")));
+        assertEquals(1_700_000_000_123L, Files.getLastModifiedTime(mnt.resolve("data.bin")).toMillis());
+        try (Stream<Path> list = Files.list(mnt)) {
+            assertEquals(List.of("data.bin", "sub"), list.map(p -> p.getFileName().toString()).sorted().toList());
+        }
+        try (Stream<Path> list = Files.list(mnt.resolve("sub"))) {
+            assertEquals(0, list.count());
+        }
+        assertThrows(NoSuchFileException.class, () -> Files.size(mnt.resolve("missing")));
+    }
+}
