@@ -1,10 +1,13 @@
 package io.os2g.fuse;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
- * Makes and removes a FUSE mount and hands back its /dev/fuse descriptor. As root, with mount(2)
- * directly (what fusermount3 does on a user's behalf).
+ * Makes and removes a FUSE mount and hands back its /dev/fuse descriptor: as root with mount(2)
+ * directly; as another user through fusermount3 (setuid root), which mounts and sends the descriptor
+ * back over a socket named in {@code _FUSE_COMMFD}, as libfuse does.
  */
 public final class FuseMounter {
 
@@ -22,6 +25,37 @@ public final class FuseMounter {
      * @param options the kernel's FUSE options beyond the descriptor and root mode, e.g. {@code allow_other,default_permissions}
      */
     public static int mount(Path mountPoint, String source, String subtype, String options, int uid, int gid) {
+        return uid == 0 ? mountAsRoot(mountPoint, source, subtype, options, uid, gid)
+                : mountThroughFusermount(mountPoint, source, subtype, options);
+    }
+
+    static int mountThroughFusermount(Path mountPoint, String source, String subtype, String options) {
+        int[] pair = Native.socketpair();
+        if (pair == null) {
+            throw new IllegalStateException("socketpair failed: errno " + Native.errno());
+        }
+        try {
+            String all = "nosuid,nodev,fsname=" + source + ",subtype=" + subtype + (options.isEmpty() ? "" : "," + options);
+            List<String> env = new ArrayList<>();
+            System.getenv().forEach((k, v) -> env.add(k + "=" + v));
+            env.add("_FUSE_COMMFD=" + pair[0]);
+            int status = Native.spawnAndWait(List.of("fusermount3", "-o", all, "--", mountPoint.toString()), env);
+            Native.close(pair[0]);
+            pair[0] = -1;
+            int fd = status == 0 ? Native.receiveDescriptor(pair[1]) : -1;
+            if (fd < 0) {
+                throw new IllegalStateException("fusermount3 could not mount " + mountPoint + " (exit status " + status + ")");
+            }
+            return fd;
+        } finally {
+            if (pair[0] >= 0) {
+                Native.close(pair[0]);
+            }
+            Native.close(pair[1]);
+        }
+    }
+
+    static int mountAsRoot(Path mountPoint, String source, String subtype, String options, int uid, int gid) {
         int fd = Native.open("/dev/fuse", Native.O_RDWR | Native.O_CLOEXEC);
         if (fd < 0) {
             throw new IllegalStateException("cannot open /dev/fuse: errno " + Native.errno());
@@ -37,8 +71,13 @@ public final class FuseMounter {
     }
 
     /** Detaches the mount; its session's threads then read ENODEV and end. */
-    public static void unmount(Path mountPoint) {
-        if (Native.umount2(mountPoint.toString(), MNT_DETACH) != 0) {
+    public static void unmount(Path mountPoint, int uid) {
+        if (uid != 0) {
+            int status = Native.spawnAndWait(List.of("fusermount3", "-u", "-z", "--", mountPoint.toString()), List.of());
+            if (status != 0) {
+                throw new IllegalStateException("fusermount3 -u " + mountPoint + " failed (exit status " + status + ")");
+            }
+        } else if (Native.umount2(mountPoint.toString(), MNT_DETACH) != 0) {
             throw new IllegalStateException("unmount of " + mountPoint + " failed: errno " + Native.errno());
         }
     }

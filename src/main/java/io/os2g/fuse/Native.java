@@ -42,6 +42,15 @@ final class Native {
     private static final MethodHandle UMOUNT2 = handle("umount2", FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
 
+    private static final MethodHandle SOCKETPAIR = handle("socketpair", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
+    private static final MethodHandle RECVMSG = handle("recvmsg", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+    private static final MethodHandle POSIX_SPAWNP = handle("posix_spawnp", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+    private static final MethodHandle WAITPID = handle("waitpid", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+
     private Native() {
     }
 
@@ -113,6 +122,80 @@ final class Native {
         } catch (Throwable t) {
             throw rethrow(t);
         }
+    }
+
+    /** A connected pair of Unix stream sockets, inheritable by a child process; null on failure. */
+    static int[] socketpair() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment sv = arena.allocate(ValueLayout.JAVA_INT, 2);
+            int rc = (int) SOCKETPAIR.invokeExact(STATE.get(), 1 /* AF_UNIX */, 1 /* SOCK_STREAM */, 0, sv);
+            return rc != 0 ? null : new int[] {sv.getAtIndex(ValueLayout.JAVA_INT, 0), sv.getAtIndex(ValueLayout.JAVA_INT, 1)};
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * Receives one byte and the one descriptor that came with it (SCM_RIGHTS) on socket {@code fd}; -1
+     * when the peer closed without sending one.
+     */
+    static int receiveDescriptor(int fd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocate(1);
+            MemorySegment iov = arena.allocate(16, 8);
+            iov.set(ValueLayout.ADDRESS, 0, data);
+            iov.set(ValueLayout.JAVA_LONG, 8, 1);
+            MemorySegment control = arena.allocate(24, 8); // CMSG_SPACE(sizeof(int))
+            MemorySegment msg = arena.allocate(56, 8); // struct msghdr
+            msg.set(ValueLayout.ADDRESS, 16, iov);
+            msg.set(ValueLayout.JAVA_LONG, 24, 1);
+            msg.set(ValueLayout.ADDRESS, 32, control);
+            msg.set(ValueLayout.JAVA_LONG, 40, control.byteSize());
+            long n;
+            do {
+                n = (long) RECVMSG.invokeExact(STATE.get(), fd, msg, 0);
+            } while (n < 0 && errno() == EINTR);
+            boolean rights = n > 0 && msg.get(ValueLayout.JAVA_LONG, 40) >= 20
+                    && control.get(ValueLayout.JAVA_INT, 8) == 1 /* SOL_SOCKET */ && control.get(ValueLayout.JAVA_INT, 12) == 1 /* SCM_RIGHTS */;
+            return rights ? control.get(ValueLayout.JAVA_INT, 16) : -1;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * Runs {@code argv} (found on PATH) with {@code env}, inheriting this process's descriptors that are
+     * not close-on-exec, and waits for it: its exit status, or -1 if it did not exit normally.
+     */
+    static int spawnAndWait(java.util.List<String> argv, java.util.List<String> env) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment args = strings(arena, argv);
+            MemorySegment envp = strings(arena, env);
+            MemorySegment pid = arena.allocate(ValueLayout.JAVA_INT);
+            int rc = (int) POSIX_SPAWNP.invokeExact(STATE.get(), pid, arena.allocateFrom(argv.get(0)),
+                    MemorySegment.NULL, MemorySegment.NULL, args, envp);
+            if (rc != 0) {
+                throw new IllegalStateException("cannot run " + argv.get(0) + ": errno " + rc);
+            }
+            MemorySegment status = arena.allocate(ValueLayout.JAVA_INT);
+            int waited;
+            do {
+                waited = (int) WAITPID.invokeExact(STATE.get(), pid.get(ValueLayout.JAVA_INT, 0), status, 0);
+            } while (waited < 0 && errno() == EINTR);
+            int s = status.get(ValueLayout.JAVA_INT, 0);
+            return waited < 0 || (s & 0x7f) != 0 ? -1 : (s >> 8) & 0xff;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    private static MemorySegment strings(Arena arena, java.util.List<String> values) {
+        MemorySegment array = arena.allocate(ValueLayout.ADDRESS, values.size() + 1);
+        for (int i = 0; i < values.size(); i++) {
+            array.setAtIndex(ValueLayout.ADDRESS, i, arena.allocateFrom(values.get(i)));
+        }
+        array.setAtIndex(ValueLayout.ADDRESS, values.size(), MemorySegment.NULL);
+        return array;
     }
 
     private static RuntimeException rethrow(Throwable t) {

@@ -106,9 +106,24 @@ class FuseSessionMountTest {
     @AfterEach
     void unmount() throws Exception {
         if (session != null) {
-            FuseMounter.unmount(mnt);
+            FuseMounter.unmount(mnt, 0);
             session.join();
             session.close();
+        }
+    }
+
+    @Test
+    void fusermount3MountsForAUserWhoIsNotRootAndUnmounts() throws Exception {
+        Path other = Files.createDirectory(dir.resolve("other"));
+        int fd = FuseMounter.mountThroughFusermount(other, "tiny", "os2gtest", "default_permissions");
+        FuseSession second = new FuseSession(fd, new TinyFs(), 1);
+        second.start();
+        try {
+            assertArrayEquals(BYTES, Files.readAllBytes(other.resolve("data.bin")));
+        } finally {
+            FuseMounter.unmount(other, 1000);
+            second.join();
+            second.close();
         }
     }
 
