@@ -1,6 +1,5 @@
 package io.os2g.fuse;
 
-import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 /**
@@ -27,10 +26,10 @@ public interface FuseFileSystem {
     long open(long node, int flags);
 
     /**
-     * Up to {@code size} bytes of the file from {@code offset} (fewer at its end): a segment of native
-     * memory (a staging mapping) that the session writes to the kernel before its next call on this thread.
+     * Up to {@code size} bytes of the file from {@code offset} (fewer at its end), into {@code reply}:
+     * {@link ReadReply#begin} with their length, then the bytes.
      */
-    MemorySegment read(long node, long handle, long offset, int size);
+    void read(long node, long handle, long offset, int size, ReadReply reply);
 
     void release(long node, long handle);
 

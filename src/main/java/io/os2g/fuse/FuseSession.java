@@ -34,13 +34,14 @@ public final class FuseSession implements AutoCloseable {
     private static final int OUT_HEADER = 16;
     private static final int ATTR = 88;
     /** The largest request: a 1 MiB write plus its header, the kernel's minimum for a read buffer. */
-    static final int MAX_WRITE = 1 << 20;
-    private static final int BUFFER = MAX_WRITE + 4096;
+    private static final int BUFFER = (1 << 20) + 4096;
     private static final long FOREVER = 365L * 24 * 3600;
 
     private final int device;
     private final FuseFileSystem fs;
     private final List<Thread> threads = new ArrayList<>();
+    /** The largest READ (and WRITE) the kernel may send: what a reply pipe holds. */
+    private final int largestRequest = PipedReply.largestRead();
 
     /**
      * @param device an open /dev/fuse whose mount is made (see {@link FuseMounter})
@@ -67,7 +68,7 @@ public final class FuseSession implements AutoCloseable {
     }
 
     private void serve() {
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofConfined(); PipedReply pipe = new PipedReply(device)) {
             MemorySegment in = arena.allocate(BUFFER, 4096);
             MemorySegment out = arena.allocate(4096, 8);
             MemorySegment iov = arena.allocate(32, 8);
@@ -83,12 +84,12 @@ public final class FuseSession implements AutoCloseable {
                     }
                     return;
                 }
-                dispatch(in, out, iov);
+                dispatch(in, out, iov, pipe);
             }
         }
     }
 
-    private void dispatch(MemorySegment in, MemorySegment out, MemorySegment iov) {
+    private void dispatch(MemorySegment in, MemorySegment out, MemorySegment iov, PipedReply pipe) {
         int opcode = in.get(INT, 4);
         long unique = in.get(LONG, 8);
         long node = in.get(LONG, 16);
@@ -97,7 +98,7 @@ public final class FuseSession implements AutoCloseable {
         MemorySegment o = out.asSlice(OUT_HEADER);
         try {
             switch (opcode) {
-                case INIT -> reply(out, iov, unique, init(body, o));
+                case INIT -> reply(out, iov, unique, init(body, o, largestRequest));
                 case LOOKUP -> {
                     FuseFileSystem.Attributes a = fs.lookup(node, body.getString(0, StandardCharsets.UTF_8));
                     o.set(LONG, 0, a.node());
@@ -117,8 +118,19 @@ public final class FuseSession implements AutoCloseable {
                     reply(out, iov, unique, 16);
                 }
                 case READ -> {
-                    MemorySegment data = fs.read(node, body.get(LONG, 0), body.get(LONG, 8), body.get(INT, 16));
-                    replyWithData(out, iov, unique, data);
+                    pipe.start(unique);
+                    try {
+                        fs.read(node, body.get(LONG, 0), body.get(LONG, 8), body.get(INT, 16), pipe);
+                        if (!pipe.begun()) {
+                            throw new IllegalStateException("read of node " + node + " gave no reply");
+                        }
+                        pipe.send();
+                    } catch (RuntimeException e) {
+                        if (pipe.begun()) {
+                            pipe.discard();
+                        }
+                        throw e;
+                    }
                 }
                 case RELEASE -> {
                     fs.release(node, body.get(LONG, 0));
@@ -147,7 +159,7 @@ public final class FuseSession implements AutoCloseable {
         }
     }
 
-    private static int init(MemorySegment in, MemorySegment o) {
+    private static int init(MemorySegment in, MemorySegment o, int largestRequest) {
         int major = in.get(INT, 0);
         int minor = in.get(INT, 4);
         int readahead = in.get(INT, 8);
@@ -161,9 +173,9 @@ public final class FuseSession implements AutoCloseable {
         o.set(INT, 12, kernelFlags & (FUSE_ASYNC_READ | FUSE_BIG_WRITES | FUSE_MAX_PAGES | FUSE_INIT_EXT));
         o.set(SHORT, 16, (short) 64); // max_background
         o.set(SHORT, 18, (short) 48); // congestion_threshold
-        o.set(INT, 20, MAX_WRITE);
+        o.set(INT, 20, largestRequest); // max_write
         o.set(INT, 24, 1); // time_gran
-        o.set(SHORT, 28, (short) (MAX_WRITE / 4096)); // max_pages
+        o.set(SHORT, 28, (short) (largestRequest / 4096)); // max_pages: the largest READ too
         return 64;
     }
 

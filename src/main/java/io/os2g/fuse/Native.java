@@ -51,6 +51,16 @@ final class Native {
     private static final MethodHandle WAITPID = handle("waitpid", FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
 
+    private static final MethodHandle PIPE2 = handle("pipe2", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+    private static final MethodHandle FCNTL = handle("fcntl", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle WRITE = handle("write", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+    private static final MethodHandle SPLICE = handle("splice", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT));
+
     private Native() {
     }
 
@@ -119,6 +129,42 @@ final class Native {
     static int umount2(String target, int flags) {
         try (Arena arena = Arena.ofConfined()) {
             return (int) UMOUNT2.invokeExact(STATE.get(), arena.allocateFrom(target), flags);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** A close-on-exec pipe, {read end, write end}, or null. */
+    static int[] pipe() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment fds = arena.allocate(ValueLayout.JAVA_INT, 2);
+            int rc = (int) PIPE2.invokeExact(STATE.get(), fds, O_CLOEXEC);
+            return rc != 0 ? null : new int[] {fds.getAtIndex(ValueLayout.JAVA_INT, 0), fds.getAtIndex(ValueLayout.JAVA_INT, 1)};
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int fcntl(int fd, int command, int argument) {
+        try {
+            return (int) FCNTL.invokeExact(STATE.get(), fd, command, argument);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static long write(int fd, MemorySegment bytes) {
+        try {
+            return (long) WRITE.invokeExact(STATE.get(), fd, bytes, bytes.byteSize());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** splice(2) from {@code in} at {@code *offset} (advanced), or from a pipe when offset is NULL. */
+    static long splice(int in, MemorySegment offset, int out, long length, int flags) {
+        try {
+            return (long) SPLICE.invokeExact(STATE.get(), in, offset, out, MemorySegment.NULL, length, flags);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -36,6 +36,13 @@ class FuseSessionMountTest {
 
     /** "/data.bin" (3 MiB + 123 bytes) and an empty "/sub". */
     private static final class TinyFs implements FuseFileSystem {
+        /** A file holding BYTES, spliced from; -1: reads copy from memory. */
+        private final int backing;
+
+        TinyFs(int backing) {
+            this.backing = backing;
+        }
+
         @Override
         public Attributes lookup(long parent, String name) {
             if (parent == ROOT && name.equals("data.bin")) {
@@ -59,12 +66,17 @@ class FuseSessionMountTest {
         }
 
         @Override
-        public MemorySegment read(long node, long handle, long offset, int size) {
+        public void read(long node, long handle, long offset, int size, ReadReply reply) {
             int from = (int) Math.min(offset, BYTES.length);
             int to = (int) Math.min(BYTES.length, offset + size);
-            MemorySegment data = java.lang.foreign.Arena.ofAuto().allocate(Math.max(to - from, 1));
-            MemorySegment.copy(BYTES, from, data, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, to - from);
-            return data.asSlice(0, to - from);
+            reply.begin(to - from);
+            if (backing >= 0) {
+                reply.splice(backing, from, to - from);
+            } else {
+                MemorySegment data = java.lang.foreign.Arena.ofAuto().allocate(Math.max(to - from, 1));
+                MemorySegment.copy(BYTES, from, data, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, to - from);
+                reply.copy(data.asSlice(0, to - from));
+            }
         }
 
         @Override
@@ -99,7 +111,7 @@ class FuseSessionMountTest {
                 "needs root and /dev/fuse");
         mnt = Files.createDirectory(dir.resolve("mnt"));
         int fd = FuseMounter.mount(mnt, "tiny", "os2gtest", "default_permissions", 0, 0);
-        session = new FuseSession(fd, new TinyFs(), 2);
+        session = new FuseSession(fd, new TinyFs(-1), 2);
         session.start();
     }
 
@@ -113,10 +125,34 @@ class FuseSessionMountTest {
     }
 
     @Test
+    void readsSplicedFromAFileReturnItsBytes() throws Exception {
+        Path source = Files.write(Files.createTempFile(Path.of("/dev/shm"), "os2g-fuse-test", ".bin"), BYTES);
+        Path other = Files.createDirectory(dir.resolve("spliced"));
+        int backing = Native.open(source.toString(), 0);
+        int fd = FuseMounter.mount(other, "tiny", "os2gtest", "", 0, 0);
+        FuseSession spliced = new FuseSession(fd, new TinyFs(backing), 2);
+        spliced.start();
+        try {
+            assertArrayEquals(BYTES, Files.readAllBytes(other.resolve("data.bin")));
+            try (var channel = java.nio.channels.FileChannel.open(other.resolve("data.bin"))) {
+                java.nio.ByteBuffer middle = java.nio.ByteBuffer.allocate(777_777);
+                assertEquals(777_777, channel.read(middle, 12_345));
+                assertArrayEquals(java.util.Arrays.copyOfRange(BYTES, 12_345, 12_345 + 777_777), middle.array());
+            }
+        } finally {
+            FuseMounter.unmount(other, 0);
+            spliced.join();
+            spliced.close();
+            Native.close(backing);
+            Files.delete(source);
+        }
+    }
+
+    @Test
     void fusermount3MountsForAUserWhoIsNotRootAndUnmounts() throws Exception {
         Path other = Files.createDirectory(dir.resolve("other"));
         int fd = FuseMounter.mountThroughFusermount(other, "tiny", "os2gtest", "default_permissions");
-        FuseSession second = new FuseSession(fd, new TinyFs(), 1);
+        FuseSession second = new FuseSession(fd, new TinyFs(-1), 1);
         second.start();
         try {
             assertArrayEquals(BYTES, Files.readAllBytes(other.resolve("data.bin")));

@@ -1,0 +1,168 @@
+package io.os2g.fuse;
+
+import io.os2g.Errno;
+import io.os2g.ErrnoException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * One session thread's {@link ReadReply}: the reply is assembled in a pipe (its header written, the
+ * file's pages spliced in by reference, memory copied in) and spliced to /dev/fuse whole, so the
+ * kernel copies each page once, into the reader's page cache. A pipe left holding part of a reply
+ * (a read that failed half-way) is replaced, never reused.
+ */
+final class PipedReply implements ReadReply, AutoCloseable {
+
+    private static final int F_SETPIPE_SZ = 1031;
+    private static final int F_GETPIPE_SZ = 1032;
+    private static final int PAGE = 4096;
+    private static final int LARGEST_READ = 1 << 20;
+    private static final int HEADER = 16;
+
+    private final int device;
+    private final Arena arena = Arena.ofConfined();
+    private final MemorySegment header = arena.allocate(HEADER, 8);
+    private final MemorySegment offset = arena.allocate(ValueLayout.JAVA_LONG);
+    private int[] pipe;
+    private long unique;
+    private long expected;
+    private long appended;
+
+    PipedReply(int device) {
+        this.device = device;
+        this.pipe = open();
+    }
+
+    /**
+     * The largest read a reply pipe holds with its header: 1 MiB where pipes may grow to 2 MiB
+     * (CAP_SYS_RESOURCE or a raised /proc/sys/fs/pipe-max-size), else 512 KiB in the default 1 MiB.
+     */
+    static int largestRead() {
+        int[] probe = open();
+        try {
+            int capacity = Native.fcntl(probe[0], F_GETPIPE_SZ, 0);
+            // a splice that does not start on a page boundary takes one slot more, the header one
+            return Math.min(LARGEST_READ, Integer.highestOneBit(capacity - 2 * PAGE));
+        } finally {
+            Native.close(probe[0]);
+            Native.close(probe[1]);
+        }
+    }
+
+    private static int[] open() {
+        int[] fds = Native.pipe();
+        if (fds == null) {
+            throw new IllegalStateException("pipe2 failed: errno " + Native.errno());
+        }
+        if (Native.fcntl(fds[1], F_SETPIPE_SZ, 2 * LARGEST_READ) < 0) {
+            Native.fcntl(fds[1], F_SETPIPE_SZ, LARGEST_READ);
+        }
+        return fds;
+    }
+
+    void start(long requestUnique) {
+        unique = requestUnique;
+        expected = -1;
+        appended = 0;
+    }
+
+    @Override
+    public void begin(int length) {
+        if (expected >= 0) {
+            throw new IllegalStateException("begin() twice in one reply");
+        }
+        header.set(ValueLayout.JAVA_INT_UNALIGNED, 0, HEADER + length);
+        header.set(ValueLayout.JAVA_INT_UNALIGNED, 4, 0);
+        header.set(ValueLayout.JAVA_LONG_UNALIGNED, 8, unique);
+        if (Native.write(pipe[1], header) != HEADER) {
+            throw new ReplyFailed("writing a reply header to its pipe", Native.errno());
+        }
+        expected = length;
+    }
+
+    @Override
+    public void splice(int fd, long from, int length) {
+        checkRoom(length);
+        offset.set(ValueLayout.JAVA_LONG, 0, from);
+        long left = length;
+        while (left > 0) {
+            long n = Native.splice(fd, offset, pipe[1], left, 0);
+            if (n <= 0) {
+                throw new ReplyFailed("splicing " + length + " bytes into a reply", n == 0 ? 0 : Native.errno());
+            }
+            left -= n;
+        }
+        appended += length;
+    }
+
+    @Override
+    public void copy(MemorySegment bytes) {
+        checkRoom(bytes.byteSize());
+        long done = 0;
+        while (done < bytes.byteSize()) {
+            long n = Native.write(pipe[1], bytes.asSlice(done));
+            if (n <= 0) {
+                throw new ReplyFailed("copying " + bytes.byteSize() + " bytes into a reply", Native.errno());
+            }
+            done += n;
+        }
+        appended += bytes.byteSize();
+    }
+
+    private void checkRoom(long length) {
+        if (expected < 0 || appended + length > expected) {
+            throw new IllegalStateException("reply bytes beyond the length begun: " + (appended + length) + " > " + expected);
+        }
+    }
+
+    /** Whether begin() was called: the reply is then this pipe's to send (or to discard). */
+    boolean begun() {
+        return expected >= 0;
+    }
+
+    /** Sends the assembled reply; false if the kernel had dropped the request (interrupted). */
+    boolean send() {
+        if (appended != expected) {
+            discard();
+            throw new IllegalStateException("reply of " + appended + " bytes where " + expected + " were begun");
+        }
+        long n = Native.splice(pipe[0], MemorySegment.NULL, device, HEADER + expected, 0);
+        if (n != HEADER + expected) {
+            int errno = Native.errno();
+            discard(); // whatever the kernel did not take is not sent later as part of another reply
+            if (n < 0 && errno == Native.ENOENT) {
+                return false;
+            }
+            throw new ReplyFailed("splicing a reply to /dev/fuse", errno);
+        }
+        return true;
+    }
+
+    /** Drops a reply begun but not sent: the pipe is replaced. */
+    void discard() {
+        Native.close(pipe[0]);
+        Native.close(pipe[1]);
+        pipe = open();
+        expected = -1;
+    }
+
+    @Override
+    public void close() {
+        Native.close(pipe[0]);
+        Native.close(pipe[1]);
+        arena.close();
+    }
+
+    /** A reply could not be assembled or sent: the reader sees EIO. */
+    static final class ReplyFailed extends ErrnoException {
+        ReplyFailed(String what, int errno) {
+            super(what + " failed: errno " + errno, null);
+        }
+
+        @Override
+        public int errno() {
+            return Errno.EIO;
+        }
+    }
+}
