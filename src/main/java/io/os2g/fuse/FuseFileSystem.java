@@ -22,8 +22,19 @@ public interface FuseFileSystem {
 
     Attributes getattr(long node);
 
-    /** Opens a file for reading; the handle comes back with each read and the release. */
-    long open(long node, int flags);
+    /**
+     * An open file: its handle comes back with each read and the release. With a {@code backing}
+     * descriptor (a file holding exactly this file's bytes at their own offsets), the kernel reads that
+     * file itself (FUSE passthrough) where the mount may: then no READ comes for this open. The
+     * session closes the descriptor once the kernel has registered it; -1 for none.
+     */
+    record Opened(long handle, int backing) {
+        public static Opened handle(long handle) {
+            return new Opened(handle, -1);
+        }
+    }
+
+    Opened open(long node, int flags);
 
     /**
      * Up to {@code size} bytes of the file from {@code offset} (fewer at its end), into {@code reply}:

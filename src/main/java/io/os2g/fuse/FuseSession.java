@@ -25,6 +25,12 @@ public final class FuseSession implements AutoCloseable {
     // INIT flags
     static final int FUSE_ASYNC_READ = 1, FUSE_BIG_WRITES = 1 << 5, FUSE_MAX_PAGES = 1 << 22, FUSE_INIT_EXT = 1 << 30;
     static final int FOPEN_KEEP_CACHE = 1 << 1;
+    static final int FOPEN_PASSTHROUGH = 1 << 7;
+    /** flags2 (the high half of the 64 INIT flags): FUSE_PASSTHROUGH is bit 37. */
+    static final int FUSE_PASSTHROUGH_HIGH = 1 << (37 - 32);
+    /** _IOW(229, 1, struct fuse_backing_map) and _IOW(229, 2, uint32_t). */
+    static final long FUSE_DEV_IOC_BACKING_OPEN = 0x4010E501L;
+    static final long FUSE_DEV_IOC_BACKING_CLOSE = 0x4004E502L;
     static final int PROTOCOL_MINOR = 41;
 
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
@@ -42,6 +48,10 @@ public final class FuseSession implements AutoCloseable {
     private final List<Thread> threads = new ArrayList<>();
     /** The largest READ (and WRITE) the kernel may send: what a reply pipe holds. */
     private final int largestRequest = PipedReply.largestRead();
+    /** Whether the kernel agreed to passthrough in INIT (a backing file per open). */
+    private volatile boolean passthrough;
+    /** Backing ids of the opens read by passthrough, by handle, to unregister at release. */
+    private final java.util.concurrent.ConcurrentHashMap<Long, Integer> backingIds = new java.util.concurrent.ConcurrentHashMap<>();
 
     /**
      * @param device an open /dev/fuse whose mount is made (see {@link FuseMounter})
@@ -98,7 +108,7 @@ public final class FuseSession implements AutoCloseable {
         MemorySegment o = out.asSlice(OUT_HEADER);
         try {
             switch (opcode) {
-                case INIT -> reply(out, iov, unique, init(body, o, largestRequest));
+                case INIT -> reply(out, iov, unique, init(body, o));
                 case LOOKUP -> {
                     FuseFileSystem.Attributes a = fs.lookup(node, body.getString(0, StandardCharsets.UTF_8));
                     o.set(LONG, 0, a.node());
@@ -113,18 +123,28 @@ public final class FuseSession implements AutoCloseable {
                     reply(out, iov, unique, 16 + ATTR);
                 }
                 case OPEN -> {
-                    o.set(LONG, 0, fs.open(node, body.get(INT, 0)));
-                    o.set(INT, 8, FOPEN_KEEP_CACHE);
+                    FuseFileSystem.Opened opened = fs.open(node, body.get(INT, 0));
+                    int backingId = opened.backing() < 0 ? -1 : registerBacking(opened.backing());
+                    o.set(LONG, 0, opened.handle());
+                    if (backingId >= 0) {
+                        backingIds.put(opened.handle(), backingId);
+                        o.set(INT, 8, FOPEN_PASSTHROUGH); // the kernel refuses KEEP_CACHE with it
+                        o.set(INT, 12, backingId);
+                    } else {
+                        o.set(INT, 8, FOPEN_KEEP_CACHE);
+                    }
                     reply(out, iov, unique, 16);
                 }
                 case READ -> {
                     pipe.start(unique);
                     try {
                         fs.read(node, body.get(LONG, 0), body.get(LONG, 8), body.get(INT, 16), pipe);
-                        if (!pipe.begun()) {
-                            throw new IllegalStateException("read of node " + node + " gave no reply");
+                        if (!pipe.delegated()) {
+                            if (!pipe.begun()) {
+                                throw new IllegalStateException("read of node " + node + " gave no reply");
+                            }
+                            pipe.send();
                         }
-                        pipe.send();
                     } catch (RuntimeException e) {
                         if (pipe.begun()) {
                             pipe.discard();
@@ -133,6 +153,10 @@ public final class FuseSession implements AutoCloseable {
                     }
                 }
                 case RELEASE -> {
+                    Integer backingId = backingIds.remove(body.get(LONG, 0));
+                    if (backingId != null) {
+                        unregisterBacking(backingId);
+                    }
                     fs.release(node, body.get(LONG, 0));
                     reply(out, iov, unique, 0);
                 }
@@ -159,11 +183,12 @@ public final class FuseSession implements AutoCloseable {
         }
     }
 
-    private static int init(MemorySegment in, MemorySegment o, int largestRequest) {
+    private int init(MemorySegment in, MemorySegment o) {
         int major = in.get(INT, 0);
         int minor = in.get(INT, 4);
         int readahead = in.get(INT, 8);
         int kernelFlags = in.get(INT, 12);
+        int kernelFlags2 = (kernelFlags & FUSE_INIT_EXT) != 0 ? in.get(INT, 16) : 0;
         if (major != 7 || minor < 31) {
             throw new IllegalStateException("kernel FUSE protocol " + major + "." + minor + " is too old (7.31 or later)");
         }
@@ -176,7 +201,46 @@ public final class FuseSession implements AutoCloseable {
         o.set(INT, 20, largestRequest); // max_write
         o.set(INT, 24, 1); // time_gran
         o.set(SHORT, 28, (short) (largestRequest / 4096)); // max_pages: the largest READ too
+        if ((kernelFlags2 & FUSE_PASSTHROUGH_HIGH) != 0 && minor >= 40) {
+            o.set(INT, 32, FUSE_PASSTHROUGH_HIGH); // flags2
+            o.set(INT, 36, 1); // max_stack_depth: a backing file on a plain file system
+            passthrough = true;
+        }
         return 64;
+    }
+
+    /**
+     * The kernel's id for {@code fd} as a passthrough backing file, or -1 where it cannot be one (no
+     * passthrough on this mount; registering needs CAP_SYS_ADMIN): the open is then served by READs.
+     * The descriptor is closed either way: the kernel keeps its own reference.
+     */
+    private int registerBacking(int fd) {
+        try {
+            if (!passthrough) {
+                return -1;
+            }
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment map = arena.allocate(16, 8); // struct fuse_backing_map {fd, flags, padding}
+                map.set(INT, 0, fd);
+                int id = Native.ioctl(device, FUSE_DEV_IOC_BACKING_OPEN, map);
+                if (id < 0) {
+                    LOG.debug("passthrough refused (errno {}): reads go through the session", Native.errno());
+                }
+                return id;
+            }
+        } finally {
+            Native.close(fd);
+        }
+    }
+
+    private void unregisterBacking(int id) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment value = arena.allocate(ValueLayout.JAVA_INT);
+            value.set(ValueLayout.JAVA_INT, 0, id);
+            if (Native.ioctl(device, FUSE_DEV_IOC_BACKING_CLOSE, value) != 0) {
+                LOG.warn("releasing passthrough backing {} failed: errno {}", id, Native.errno());
+            }
+        }
     }
 
     private static void attributes(MemorySegment a, FuseFileSystem.Attributes attributes) {

@@ -28,6 +28,7 @@ final class PipedReply implements ReadReply, AutoCloseable {
     private long unique;
     private long expected;
     private long appended;
+    private boolean delegated;
 
     PipedReply(int device) {
         this.device = device;
@@ -65,12 +66,31 @@ final class PipedReply implements ReadReply, AutoCloseable {
         unique = requestUnique;
         expected = -1;
         appended = 0;
+        delegated = false;
+    }
+
+    @Override
+    public void delegate() {
+        if (expected >= 0) {
+            throw new IllegalStateException("delegate() after begin()");
+        }
+        delegated = true;
+    }
+
+    @Override
+    public long unique() {
+        return unique;
+    }
+
+    /** Whether another holder of the descriptor answers this READ. */
+    boolean delegated() {
+        return delegated;
     }
 
     @Override
     public void begin(int length) {
-        if (expected >= 0) {
-            throw new IllegalStateException("begin() twice in one reply");
+        if (expected >= 0 || delegated) {
+            throw new IllegalStateException("begin() twice in one reply, or after delegate()");
         }
         header.set(ValueLayout.JAVA_INT_UNALIGNED, 0, HEADER + length);
         header.set(ValueLayout.JAVA_INT_UNALIGNED, 4, 0);

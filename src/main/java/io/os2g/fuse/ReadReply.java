@@ -17,4 +17,15 @@ public interface ReadReply {
 
     /** Appends bytes from memory. */
     void copy(MemorySegment bytes);
+
+    /**
+     * Leaves this READ to be answered by whoever holds this mount's /dev/fuse descriptor (another
+     * process that was given it), with {@link FuseReplies#read} and this request's {@link #unique};
+     * instead of {@link #begin}. The kernel matches a reply to its request by that number on the
+     * descriptor the request was read from, so the same open file must carry it.
+     */
+    void delegate();
+
+    /** The request's number, for a delegated reply. */
+    long unique();
 }

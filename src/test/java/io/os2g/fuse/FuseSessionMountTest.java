@@ -3,6 +3,7 @@ package io.os2g.fuse;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.os2g.Errno;
@@ -35,12 +36,25 @@ class FuseSessionMountTest {
     private FuseSession session;
 
     /** "/data.bin" (3 MiB + 123 bytes) and an empty "/sub". */
-    private static final class TinyFs implements FuseFileSystem {
-        /** A file holding BYTES, spliced from; -1: reads copy from memory. */
-        private final int backing;
+    /** How TinyFs answers reads of data.bin. */
+    private enum Mode { COPY, SPLICE, PASSTHROUGH, DELEGATE }
 
-        TinyFs(int backing) {
-            this.backing = backing;
+    private static final class TinyFs implements FuseFileSystem {
+        private final Mode mode;
+        /** A file holding BYTES (SPLICE, PASSTHROUGH), or the mount's /dev/fuse (DELEGATE). */
+        private final int fd;
+        private final Path source;
+        final java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
+        private final java.util.concurrent.ExecutorService other = java.util.concurrent.Executors.newSingleThreadExecutor();
+
+        TinyFs(Mode mode, int fd, Path source) {
+            this.mode = mode;
+            this.fd = fd;
+            this.source = source;
+        }
+
+        TinyFs() {
+            this(Mode.COPY, -1, null);
         }
 
         @Override
@@ -61,21 +75,31 @@ class FuseSessionMountTest {
         }
 
         @Override
-        public long open(long node, int flags) {
-            return 42;
+        public Opened open(long node, int flags) {
+            return mode == Mode.PASSTHROUGH ? new Opened(42, Native.open(source.toString(), 0)) : Opened.handle(42);
         }
 
         @Override
         public void read(long node, long handle, long offset, int size, ReadReply reply) {
+            reads.incrementAndGet();
             int from = (int) Math.min(offset, BYTES.length);
             int to = (int) Math.min(BYTES.length, offset + size);
-            reply.begin(to - from);
-            if (backing >= 0) {
-                reply.splice(backing, from, to - from);
-            } else {
-                MemorySegment data = java.lang.foreign.Arena.ofAuto().allocate(Math.max(to - from, 1));
-                MemorySegment.copy(BYTES, from, data, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, to - from);
-                reply.copy(data.asSlice(0, to - from));
+            MemorySegment data = java.lang.foreign.Arena.ofAuto().allocate(Math.max(to - from, 1));
+            MemorySegment.copy(BYTES, from, data, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, to - from);
+            switch (mode) {
+                case SPLICE -> {
+                    reply.begin(to - from);
+                    reply.splice(fd, from, to - from);
+                }
+                case DELEGATE -> {
+                    reply.delegate();
+                    long unique = reply.unique();
+                    other.submit(() -> FuseReplies.read(fd, unique, data.asSlice(0, to - from)));
+                }
+                default -> {
+                    reply.begin(to - from);
+                    reply.copy(data.asSlice(0, to - from));
+                }
             }
         }
 
@@ -111,7 +135,7 @@ class FuseSessionMountTest {
                 "needs root and /dev/fuse");
         mnt = Files.createDirectory(dir.resolve("mnt"));
         int fd = FuseMounter.mount(mnt, "tiny", "os2gtest", "default_permissions", 0, 0);
-        session = new FuseSession(fd, new TinyFs(-1), 2);
+        session = new FuseSession(fd, new TinyFs(), 2);
         session.start();
     }
 
@@ -126,12 +150,28 @@ class FuseSessionMountTest {
 
     @Test
     void readsSplicedFromAFileReturnItsBytes() throws Exception {
+        assertTrue(readsThrough(Mode.SPLICE) > 0);
+    }
+
+    @Test
+    void readsAnsweredFromAnotherThreadThroughTheSameDescriptorReturnTheBytes() throws Exception {
+        assertTrue(readsThrough(Mode.DELEGATE) > 0);
+    }
+
+    @Test
+    void aPassthroughOpenIsReadByTheKernelWithoutAnyRead() throws Exception {
+        assertEquals(0, readsThrough(Mode.PASSTHROUGH));
+    }
+
+    /** Mounts TinyFs in {@code mode}, reads data.bin whole and in part, and returns how many READs it served. */
+    private int readsThrough(Mode mode) throws Exception {
         Path source = Files.write(Files.createTempFile(Path.of("/dev/shm"), "os2g-fuse-test", ".bin"), BYTES);
-        Path other = Files.createDirectory(dir.resolve("spliced"));
+        Path other = Files.createDirectory(dir.resolve(mode.name()));
         int backing = Native.open(source.toString(), 0);
         int fd = FuseMounter.mount(other, "tiny", "os2gtest", "", 0, 0);
-        FuseSession spliced = new FuseSession(fd, new TinyFs(backing), 2);
-        spliced.start();
+        TinyFs fs = new TinyFs(mode, mode == Mode.DELEGATE ? fd : backing, source);
+        FuseSession session = new FuseSession(fd, fs, 2);
+        session.start();
         try {
             assertArrayEquals(BYTES, Files.readAllBytes(other.resolve("data.bin")));
             try (var channel = java.nio.channels.FileChannel.open(other.resolve("data.bin"))) {
@@ -139,10 +179,11 @@ class FuseSessionMountTest {
                 assertEquals(777_777, channel.read(middle, 12_345));
                 assertArrayEquals(java.util.Arrays.copyOfRange(BYTES, 12_345, 12_345 + 777_777), middle.array());
             }
+            return fs.reads.get();
         } finally {
             FuseMounter.unmount(other, 0);
-            spliced.join();
-            spliced.close();
+            session.join();
+            session.close();
             Native.close(backing);
             Files.delete(source);
         }
@@ -152,7 +193,7 @@ class FuseSessionMountTest {
     void fusermount3MountsForAUserWhoIsNotRootAndUnmounts() throws Exception {
         Path other = Files.createDirectory(dir.resolve("other"));
         int fd = FuseMounter.mountThroughFusermount(other, "tiny", "os2gtest", "default_permissions");
-        FuseSession second = new FuseSession(fd, new TinyFs(-1), 1);
+        FuseSession second = new FuseSession(fd, new TinyFs(), 1);
         second.start();
         try {
             assertArrayEquals(BYTES, Files.readAllBytes(other.resolve("data.bin")));
