@@ -1,11 +1,15 @@
 package io.os2g.fuse;
 
+import io.os2g.Errno;
+import io.os2g.ErrnoException;
+import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 /**
- * A read-only file system as the FUSE kernel protocol sees it: nodes by number (1 is the root), looked
- * up by name in a parent. Every method may throw an {@link io.os2g.ErrnoException} (or any runtime
- * exception, which answers EIO); the session turns it into the reply's errno.
+ * A file system as the FUSE kernel protocol sees it: nodes by number (1 is the root), looked up by
+ * name in a parent. Every method may throw an {@link ErrnoException} (any other runtime exception
+ * answers EIO); the session turns it into the reply's errno. What a read-only file system leaves out
+ * answers EROFS, ENODATA or nothing, as the defaults say.
  */
 public interface FuseFileSystem {
 
@@ -13,14 +17,9 @@ public interface FuseFileSystem {
     record Attributes(long node, long size, int mode, int nlink, int uid, int gid, long mtimeMillis) {
     }
 
-    /** One directory entry. */
-    record Entry(String name, long node, int mode) {
+    /** One directory entry, with its attributes for READDIRPLUS ("." and ".." may have none: null). */
+    record Entry(String name, Attributes attributes) {
     }
-
-    /** The entry {@code name} in directory {@code parent}; ENOENT when there is none. */
-    Attributes lookup(long parent, String name);
-
-    Attributes getattr(long node);
 
     /**
      * An open file: its handle comes back with each read and the release. With a {@code backing}
@@ -34,6 +33,20 @@ public interface FuseFileSystem {
         }
     }
 
+    /** What statfs(2) shows. */
+    record FsStats(long blocks, long blocksFree, long files, long filesFree, int blockSize, int nameMax) {
+    }
+
+    /**
+     * The entry {@code name} in directory {@code parent}; ENOENT when there is none. Each node returned
+     * here (and each entry sent by READDIRPLUS, see {@link #entrySent}) is one lookup the kernel gives
+     * back through {@link #forget}.
+     */
+    Attributes lookup(long parent, String name);
+
+    /** @param handle the open file's handle when the kernel asks through one (fstat), else -1 */
+    Attributes getattr(long node, long handle);
+
     Opened open(long node, int flags);
 
     /**
@@ -46,4 +59,63 @@ public interface FuseFileSystem {
 
     /** The directory's entries, "." and ".." included, in a stable order. */
     List<Entry> list(long directory);
+
+    /** READDIRPLUS handed {@code node} to the kernel: one more lookup of it. */
+    default void entrySent(long node) {
+    }
+
+    /** The kernel dropped {@code count} lookups of {@code node}. */
+    default void forget(long node, long count) {
+    }
+
+    /** Writes {@code data} at {@code offset}; the bytes taken. */
+    default int write(long node, long handle, long offset, MemorySegment data) {
+        throw new ReadOnly();
+    }
+
+    /** Truncates (or extends) the file to {@code size}. */
+    default void truncate(long node, long size) {
+        throw new ReadOnly();
+    }
+
+    /** access(2): returns if {@code mask} (R_OK, W_OK, X_OK) is allowed. */
+    default void access(long node, int mask) {
+    }
+
+    default FsStats statfs() {
+        return new FsStats(0, 0, 0, 0, 4096, 255);
+    }
+
+    /** The value of extended attribute {@code name}; ENODATA when there is none. */
+    default byte[] getxattr(long node, String name) {
+        throw new NoData();
+    }
+
+    default List<String> listxattr(long node) {
+        return List.of();
+    }
+
+    /** EROFS: the answer to any change. */
+    final class ReadOnly extends ErrnoException {
+        public ReadOnly() {
+            super("read-only file system", null);
+        }
+
+        @Override
+        public int errno() {
+            return Errno.EROFS;
+        }
+    }
+
+    /** ENODATA: no such extended attribute. */
+    final class NoData extends ErrnoException {
+        public NoData() {
+            super("no such attribute", null);
+        }
+
+        @Override
+        public int errno() {
+            return Errno.ENODATA;
+        }
+    }
 }

@@ -20,10 +20,15 @@ public final class FuseSession implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(FuseSession.class);
 
     // opcodes
-    static final int LOOKUP = 1, FORGET = 2, GETATTR = 3, OPEN = 14, READ = 15, STATFS = 17, RELEASE = 18,
-            INIT = 26, OPENDIR = 27, READDIR = 28, RELEASEDIR = 29, INTERRUPT = 36, DESTROY = 38, BATCH_FORGET = 42;
+    static final int LOOKUP = 1, FORGET = 2, GETATTR = 3, SETATTR = 4, SYMLINK = 6, MKNOD = 8, MKDIR = 9,
+            UNLINK = 10, RMDIR = 11, RENAME = 12, LINK = 13, OPEN = 14, READ = 15, WRITE = 16, STATFS = 17,
+            RELEASE = 18, SETXATTR = 21, GETXATTR = 22, LISTXATTR = 23, REMOVEXATTR = 24, INIT = 26, OPENDIR = 27,
+            READDIR = 28, RELEASEDIR = 29, ACCESS = 34, CREATE = 35, INTERRUPT = 36, DESTROY = 38,
+            BATCH_FORGET = 42, FALLOCATE = 43, READDIRPLUS = 44, RENAME2 = 45, COPY_FILE_RANGE = 47, TMPFILE = 51;
+    static final int FATTR_SIZE = 1 << 3;
     // INIT flags
-    static final int FUSE_ASYNC_READ = 1, FUSE_BIG_WRITES = 1 << 5, FUSE_MAX_PAGES = 1 << 22, FUSE_INIT_EXT = 1 << 30;
+    static final int FUSE_ASYNC_READ = 1, FUSE_BIG_WRITES = 1 << 5, FUSE_DO_READDIRPLUS = 1 << 13,
+            FUSE_READDIRPLUS_AUTO = 1 << 14, FUSE_MAX_PAGES = 1 << 22, FUSE_INIT_EXT = 1 << 30;
     static final int FOPEN_KEEP_CACHE = 1 << 1;
     static final int FOPEN_PASSTHROUGH = 1 << 7;
     /** flags2 (the high half of the 64 INIT flags): FUSE_PASSTHROUGH is bit 37. */
@@ -41,10 +46,21 @@ public final class FuseSession implements AutoCloseable {
     private static final int ATTR = 88;
     /** The largest request: a 1 MiB write plus its header, the kernel's minimum for a read buffer. */
     private static final int BUFFER = (1 << 20) + 4096;
-    private static final long FOREVER = 365L * 24 * 3600;
+
+    /**
+     * How long the kernel may keep what it is told: names (entry), attributes, and names that are not
+     * there (negative; 0 answers ENOENT and caches nothing).
+     */
+    public record Timeouts(java.time.Duration entry, java.time.Duration attributes, java.time.Duration negative) {
+        public static Timeouts forever() {
+            java.time.Duration year = java.time.Duration.ofDays(365);
+            return new Timeouts(year, year, year);
+        }
+    }
 
     private final int device;
     private final FuseFileSystem fs;
+    private final Timeouts timeouts;
     private final List<Thread> threads = new ArrayList<>();
     /** The largest READ (and WRITE) the kernel may send: what a reply pipe holds. */
     private final int largestRequest = PipedReply.largestRead();
@@ -57,9 +73,10 @@ public final class FuseSession implements AutoCloseable {
      * @param device an open /dev/fuse whose mount is made (see {@link FuseMounter})
      * @param threads how many requests may be served at once
      */
-    public FuseSession(int device, FuseFileSystem fs, int threads) {
+    public FuseSession(int device, FuseFileSystem fs, int threads, Timeouts timeouts) {
         this.device = device;
         this.fs = fs;
+        this.timeouts = timeouts;
         for (int i = 0; i < threads; i++) {
             Thread t = Thread.ofPlatform().name("fuse-" + i).daemon().unstarted(this::serve);
             this.threads.add(t);
@@ -110,16 +127,34 @@ public final class FuseSession implements AutoCloseable {
             switch (opcode) {
                 case INIT -> reply(out, iov, unique, init(body, o));
                 case LOOKUP -> {
-                    FuseFileSystem.Attributes a = fs.lookup(node, body.getString(0, StandardCharsets.UTF_8));
-                    o.set(LONG, 0, a.node());
-                    o.set(LONG, 16, FOREVER);
-                    o.set(LONG, 24, FOREVER);
-                    attributes(o.asSlice(40), a);
+                    String name = body.getString(0, StandardCharsets.UTF_8);
+                    FuseFileSystem.Attributes found;
+                    try {
+                        found = fs.lookup(node, name);
+                    } catch (ErrnoException e) {
+                        if (e.errno() != io.os2g.Errno.ENOENT || timeouts.negative().isZero()) {
+                            throw e;
+                        }
+                        set(o, 16, timeouts.negative()); // node 0: "not there", for this long
+                        reply(out, iov, unique, 40 + ATTR);
+                        return;
+                    }
+                    entry(o, found);
                     reply(out, iov, unique, 40 + ATTR);
                 }
                 case GETATTR -> {
-                    o.set(LONG, 0, FOREVER);
-                    attributes(o.asSlice(16), fs.getattr(node));
+                    // fuse_getattr_in: getattr_flags, dummy, fh; FUSE_GETATTR_FH (1) says fh is set
+                    long handle = (body.get(INT, 0) & 1) != 0 ? body.get(LONG, 8) : -1;
+                    attributesOut(o, fs.getattr(node, handle));
+                    reply(out, iov, unique, 16 + ATTR);
+                }
+                case SETATTR -> {
+                    int valid = body.get(INT, 0);
+                    if (valid != FATTR_SIZE) {
+                        throw new FuseFileSystem.ReadOnly(); // mode, owner, times: never changed here
+                    }
+                    fs.truncate(node, body.get(LONG, 16));
+                    attributesOut(o, fs.getattr(node, -1));
                     reply(out, iov, unique, 16 + ATTR);
                 }
                 case OPEN -> {
@@ -152,6 +187,11 @@ public final class FuseSession implements AutoCloseable {
                         throw e;
                     }
                 }
+                case WRITE -> {
+                    int size = body.get(INT, 16);
+                    o.set(INT, 0, fs.write(node, body.get(LONG, 0), body.get(LONG, 8), body.asSlice(40, size)));
+                    reply(out, iov, unique, 8);
+                }
                 case RELEASE -> {
                     Integer backingId = backingIds.remove(body.get(LONG, 0));
                     if (backingId != null) {
@@ -162,15 +202,48 @@ public final class FuseSession implements AutoCloseable {
                 }
                 case OPENDIR -> reply(out, iov, unique, 16); // fuse_open_out, no handle
                 case RELEASEDIR -> reply(out, iov, unique, 0);
-                case READDIR -> replyWithData(out, iov, unique, directory(node, body.get(LONG, 8), body.get(INT, 16)));
+                case READDIR -> replyWithData(out, iov, unique, directory(node, body.get(LONG, 8), body.get(INT, 16), false));
+                case READDIRPLUS -> replyWithData(out, iov, unique, directory(node, body.get(LONG, 8), body.get(INT, 16), true));
                 case STATFS -> {
-                    o.set(INT, 40, 4096); // bsize
-                    o.set(INT, 44, 255); // namelen
-                    o.set(INT, 48, 4096); // frsize
+                    FuseFileSystem.FsStats st = fs.statfs();
+                    o.set(LONG, 0, st.blocks());
+                    o.set(LONG, 8, st.blocksFree());
+                    o.set(LONG, 16, st.blocksFree()); // bavail
+                    o.set(LONG, 24, st.files());
+                    o.set(LONG, 32, st.filesFree());
+                    o.set(INT, 40, st.blockSize());
+                    o.set(INT, 44, st.nameMax());
+                    o.set(INT, 48, st.blockSize()); // frsize
                     reply(out, iov, unique, 80);
                 }
-                case FORGET, BATCH_FORGET, INTERRUPT -> {
-                    // no reply: nodes live as long as the namespace, interrupts are not honoured
+                case ACCESS -> {
+                    fs.access(node, body.get(INT, 0));
+                    reply(out, iov, unique, 0);
+                }
+                case GETXATTR -> {
+                    int size = body.get(INT, 0);
+                    byte[] value = fs.getxattr(node, body.getString(8, StandardCharsets.UTF_8));
+                    replyWithBytes(out, iov, o, unique, value, size);
+                }
+                case LISTXATTR -> {
+                    java.io.ByteArrayOutputStream names = new java.io.ByteArrayOutputStream();
+                    for (String name : fs.listxattr(node)) {
+                        names.writeBytes(name.getBytes(StandardCharsets.UTF_8));
+                        names.write(0);
+                    }
+                    replyWithBytes(out, iov, o, unique, names.toByteArray(), body.get(INT, 0));
+                }
+                case SYMLINK, MKNOD, MKDIR, UNLINK, RMDIR, RENAME, LINK, SETXATTR, REMOVEXATTR, CREATE, FALLOCATE,
+                     RENAME2, COPY_FILE_RANGE, TMPFILE -> error(out, iov, unique, io.os2g.Errno.EROFS);
+                case FORGET -> fs.forget(node, body.get(LONG, 0));
+                case BATCH_FORGET -> {
+                    int count = body.get(INT, 0);
+                    for (int i = 0; i < count; i++) {
+                        fs.forget(body.get(LONG, 8 + 16L * i), body.get(LONG, 16 + 16L * i));
+                    }
+                }
+                case INTERRUPT -> {
+                    // no reply; a read in progress finishes within its deadline instead
                 }
                 case DESTROY -> reply(out, iov, unique, 0);
                 default -> error(out, iov, unique, 38); // ENOSYS
@@ -195,7 +268,8 @@ public final class FuseSession implements AutoCloseable {
         o.set(INT, 0, 7);
         o.set(INT, 4, Math.min(minor, PROTOCOL_MINOR));
         o.set(INT, 8, readahead);
-        o.set(INT, 12, kernelFlags & (FUSE_ASYNC_READ | FUSE_BIG_WRITES | FUSE_MAX_PAGES | FUSE_INIT_EXT));
+        o.set(INT, 12, kernelFlags & (FUSE_ASYNC_READ | FUSE_BIG_WRITES | FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO
+                | FUSE_MAX_PAGES | FUSE_INIT_EXT));
         o.set(SHORT, 16, (short) 64); // max_background
         o.set(SHORT, 18, (short) 48); // congestion_threshold
         o.set(INT, 20, largestRequest); // max_write
@@ -260,27 +334,73 @@ public final class FuseSession implements AutoCloseable {
         a.set(INT, 80, 4096); // blksize
     }
 
-    /** fuse_dirent records from entry {@code offset} on, as many as fit {@code size} bytes. */
-    private MemorySegment directory(long node, long offset, int size) {
+    /**
+     * fuse_dirent records (READDIRPLUS: fuse_direntplus, each with its entry_out) from entry
+     * {@code offset} on, as many as fit {@code size} bytes.
+     */
+    private MemorySegment directory(long node, long offset, int size, boolean plus) {
         List<FuseFileSystem.Entry> entries = fs.list(node);
         MemorySegment buffer = Arena.ofAuto().allocate(Math.max(size, 1), 8);
         int used = 0;
+        int entryOut = plus ? 40 + ATTR : 0;
         for (int i = (int) offset; i < entries.size(); i++) {
             FuseFileSystem.Entry e = entries.get(i);
             byte[] name = e.name().getBytes(StandardCharsets.UTF_8);
-            int record = (24 + name.length + 7) & ~7;
+            int record = entryOut + ((24 + name.length + 7) & ~7);
             if (used + record > size) {
                 break;
             }
-            MemorySegment d = buffer.asSlice(used, record);
-            d.set(LONG, 0, e.node());
+            MemorySegment r = buffer.asSlice(used, record);
+            FuseFileSystem.Attributes a = e.attributes();
+            boolean dot = e.name().equals(".") || e.name().equals("..");
+            if (plus && a != null && !dot) {
+                entry(r, a); // node 0 for "." and "..": the kernel takes their names only
+                fs.entrySent(a.node());
+            }
+            MemorySegment d = r.asSlice(entryOut);
+            d.set(LONG, 0, a != null ? a.node() : dot ? node : 0);
             d.set(LONG, 8, i + 1); // the offset of the next entry
             d.set(INT, 16, name.length);
-            d.set(INT, 20, (e.mode() >>> 12) & 0xf); // DT_* from S_IFMT
+            d.set(INT, 20, a != null ? (a.mode() >>> 12) & 0xf : 4 /* DT_DIR */);
             MemorySegment.copy(name, 0, d, ValueLayout.JAVA_BYTE, 24, name.length);
             used += record;
         }
         return buffer.asSlice(0, used);
+    }
+
+    /** fuse_entry_out for {@code a}, with the entry and attribute timeouts. */
+    private void entry(MemorySegment o, FuseFileSystem.Attributes a) {
+        o.set(LONG, 0, a.node());
+        set(o, 16, timeouts.entry());
+        set(o, 24, timeouts.attributes());
+        attributes(o.asSlice(40), a);
+    }
+
+    /** fuse_attr_out for {@code a}. */
+    private void attributesOut(MemorySegment o, FuseFileSystem.Attributes a) {
+        o.set(LONG, 0, timeouts.attributes().toSeconds());
+        o.set(INT, 8, timeouts.attributes().toNanosPart());
+        attributes(o.asSlice(16), a);
+    }
+
+    /** A timeout as fuse.h lays it out: seconds at {@code at}, nanoseconds at the struct's _nsec field. */
+    private static void set(MemorySegment entryOut, int at, java.time.Duration d) {
+        entryOut.set(LONG, at, d.toSeconds());
+        entryOut.set(INT, 32 + (at - 16) / 2, d.toNanosPart()); // entry_valid_nsec at 32, attr_valid_nsec at 36
+    }
+
+    /** getxattr/listxattr: the size when asked for 0 bytes, the bytes when they fit, else ERANGE. */
+    private void replyWithBytes(MemorySegment out, MemorySegment iov, MemorySegment o, long unique, byte[] value, int size) {
+        if (size == 0) {
+            o.set(INT, 0, value.length); // fuse_getxattr_out
+            reply(out, iov, unique, 8);
+        } else if (value.length > size) {
+            error(out, iov, unique, io.os2g.Errno.ERANGE);
+        } else {
+            MemorySegment bytes = Arena.ofAuto().allocate(Math.max(value.length, 1));
+            MemorySegment.copy(value, 0, bytes, ValueLayout.JAVA_BYTE, 0, value.length);
+            replyWithData(out, iov, unique, bytes.asSlice(0, value.length));
+        }
     }
 
     private void reply(MemorySegment out, MemorySegment iov, long unique, int bodyLength) {

@@ -60,16 +60,29 @@ class FuseSessionMountTest {
         @Override
         public Attributes lookup(long parent, String name) {
             if (parent == ROOT && name.equals("data.bin")) {
-                return getattr(FILE);
+                return getattr(FILE, -1);
             }
             if (parent == ROOT && name.equals("sub")) {
-                return getattr(DIR);
+                return getattr(DIR, -1);
             }
             throw new NotFound();
         }
 
         @Override
-        public Attributes getattr(long node) {
+        public byte[] getxattr(long node, String name) {
+            if (node == FILE && name.equals("user.os2g.test")) {
+                return "hello".getBytes();
+            }
+            throw new NoData();
+        }
+
+        @Override
+        public List<String> listxattr(long node) {
+            return node == FILE ? List.of("user.os2g.test") : List.of();
+        }
+
+        @Override
+        public Attributes getattr(long node, long handle) {
             return node == FILE ? new Attributes(FILE, BYTES.length, 0100444, 1, 0, 0, 1_700_000_000_123L)
                     : new Attributes(node, 4096, 040555, 2, 0, 0, 1_700_000_000_000L);
         }
@@ -109,10 +122,10 @@ class FuseSessionMountTest {
 
         @Override
         public List<Entry> list(long directory) {
-            List<Entry> entries = new java.util.ArrayList<>(List.of(new Entry(".", directory, 040555), new Entry("..", ROOT, 040555)));
+            List<Entry> entries = new java.util.ArrayList<>(List.of(new Entry(".", null), new Entry("..", null)));
             if (directory == ROOT) {
-                entries.add(new Entry("data.bin", FILE, 0100444));
-                entries.add(new Entry("sub", DIR, 040555));
+                entries.add(new Entry("data.bin", getattr(FILE, -1)));
+                entries.add(new Entry("sub", getattr(DIR, -1)));
             }
             return entries;
         }
@@ -135,7 +148,7 @@ class FuseSessionMountTest {
                 "needs root and /dev/fuse");
         mnt = Files.createDirectory(dir.resolve("mnt"));
         int fd = FuseMounter.mount(mnt, "tiny", "os2gtest", "default_permissions", 0, 0);
-        session = new FuseSession(fd, new TinyFs(), 2);
+        session = new FuseSession(fd, new TinyFs(), 2, FuseSession.Timeouts.forever());
         session.start();
     }
 
@@ -170,7 +183,7 @@ class FuseSessionMountTest {
         int backing = Native.open(source.toString(), 0);
         int fd = FuseMounter.mount(other, "tiny", "os2gtest", "", 0, 0);
         TinyFs fs = new TinyFs(mode, mode == Mode.DELEGATE ? fd : backing, source);
-        FuseSession session = new FuseSession(fd, fs, 2);
+        FuseSession session = new FuseSession(fd, fs, 2, FuseSession.Timeouts.forever());
         session.start();
         try {
             assertArrayEquals(BYTES, Files.readAllBytes(other.resolve("data.bin")));
@@ -193,7 +206,7 @@ class FuseSessionMountTest {
     void fusermount3MountsForAUserWhoIsNotRootAndUnmounts() throws Exception {
         Path other = Files.createDirectory(dir.resolve("other"));
         int fd = FuseMounter.mountThroughFusermount(other, "tiny", "os2gtest", "default_permissions");
-        FuseSession second = new FuseSession(fd, new TinyFs(), 1);
+        FuseSession second = new FuseSession(fd, new TinyFs(), 1, FuseSession.Timeouts.forever());
         second.start();
         try {
             assertArrayEquals(BYTES, Files.readAllBytes(other.resolve("data.bin")));
@@ -227,5 +240,24 @@ class FuseSessionMountTest {
             assertEquals(0, list.count());
         }
         assertThrows(NoSuchFileException.class, () -> Files.size(mnt.resolve("missing")));
+        assertThrows(NoSuchFileException.class, () -> Files.size(mnt.resolve("missing"))); // the cached "not there"
+    }
+
+    @Test
+    void changesAreRefusedWithEROFS() {
+        var e = assertThrows(java.nio.file.FileSystemException.class, () -> Files.createDirectory(mnt.resolve("new")));
+        assertTrue(e.getMessage().contains("Read-only file system"), e.getMessage());
+        var w = assertThrows(java.io.IOException.class, () -> Files.write(mnt.resolve("data.bin"), new byte[] {1}));
+        assertTrue(w.getMessage().contains("Read-only file system"), w.getMessage());
+    }
+
+    @Test
+    void extendedAttributesAndStatfsAreWhatTheFileSystemSays() throws Exception {
+        var view = Files.getFileAttributeView(mnt.resolve("data.bin"), java.nio.file.attribute.UserDefinedFileAttributeView.class);
+        assertEquals(List.of("os2g.test"), view.list());
+        java.nio.ByteBuffer value = java.nio.ByteBuffer.allocate(view.size("os2g.test"));
+        view.read("os2g.test", value);
+        assertEquals("hello", new String(value.array()));
+        assertEquals(4096, Files.getFileStore(mnt).getBlockSize());
     }
 }
