@@ -18,6 +18,7 @@ public final class Errno {
     public static final int ENAMETOOLONG = 36;
     public static final int ENODATA = 61;
     public static final int ETIMEDOUT = 110;
+    public static final int ESTALE = 116;
 
     private Errno() {
     }
@@ -40,6 +41,7 @@ public final class Errno {
             case EROFS -> "EROFS";
             case ENAMETOOLONG -> "ENAMETOOLONG";
             case ENODATA -> "ENODATA";
+            case ESTALE -> "ESTALE";
             case ETIMEDOUT -> "ETIMEDOUT";
             default -> Integer.toString(errno);
         };

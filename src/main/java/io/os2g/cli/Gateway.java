@@ -70,7 +70,7 @@ final class Gateway implements AutoCloseable {
         this.metrics = metrics;
         boolean split = config.agentSocket() != null;
         this.fs = new Os2gFileSystem(namespace, link, new ChunkLayout(config.agent().chunkSize()), config.fs(), metrics,
-                FuseMount.errnos(), () -> GatewayStats.document(split, metrics, backend.stats()));
+                () -> GatewayStats.document(split, metrics, backend.stats()));
         this.mount = new FuseMount(config.mountPoint(), config.fuseOptions());
     }
 

@@ -232,10 +232,6 @@ final class MountCommand implements Callable<Integer> {
         options.add("attr_timeout=" + ttlSeconds);
         options.add("entry_timeout=" + ttlSeconds);
         options.add("negative_timeout=" + ttlSeconds);
-        if (!io.os2g.host.Os2gFileSystem.keepsCachePerOpen()) {
-            // keep the page cache across opens unless getattr shows a new mtime or size (a new object version)
-            options.add("auto_cache");
-        }
         for (String o : fuseOptions) {
             String option = o.strip();
             if (!option.isEmpty() && !option.equals("ro") && !options.contains(option)) {

@@ -100,9 +100,6 @@ final class Preflight {
         if (!Files.exists(Path.of("/dev/fuse"))) {
             throw new UsageError("/dev/fuse is missing: load the module (modprobe fuse), or give a container --device /dev/fuse --cap-add SYS_ADMIN");
         }
-        if (io.os2g.host.LibFuse.find().isEmpty()) {
-            throw new UsageError("libfuse 3 (libfuse3.so.3) is not installed: apt-get install fuse3 (Debian/Ubuntu) or dnf install fuse3-libs (Fedora/RHEL)");
-        }
         if (!onPath("fusermount3") && !onPath("fusermount")) {
             throw new UsageError("fusermount is not installed: apt-get install fuse3 (Debian/Ubuntu) or dnf install fuse3 (Fedora/RHEL)");
         }

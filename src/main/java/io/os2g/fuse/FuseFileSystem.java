@@ -27,9 +27,15 @@ public interface FuseFileSystem {
      * file itself (FUSE passthrough) where the mount may: then no READ comes for this open. The
      * session closes the descriptor once the kernel has registered it; -1 for none.
      */
-    record Opened(long handle, int backing) {
+    record Opened(long handle, int backing, boolean directIo) {
+        /** An open whose pages the kernel keeps across opens (until the attributes show a change). */
         public static Opened handle(long handle) {
-            return new Opened(handle, -1);
+            return new Opened(handle, -1, false);
+        }
+
+        /** An open read past the page cache: every read reaches the file system (a fresh snapshot, a control file). */
+        public static Opened direct(long handle) {
+            return new Opened(handle, -1, true);
         }
     }
 
@@ -60,8 +66,8 @@ public interface FuseFileSystem {
     /** The directory's entries, "." and ".." included, in a stable order. */
     List<Entry> list(long directory);
 
-    /** READDIRPLUS handed {@code node} to the kernel: one more lookup of it. */
-    default void entrySent(long node) {
+    /** READDIRPLUS handed {@code entry} of {@code directory} to the kernel: one more lookup of its node. */
+    default void entrySent(long directory, Entry entry) {
     }
 
     /** The kernel dropped {@code count} lookups of {@code node}. */

@@ -27,9 +27,10 @@ public final class FuseSession implements AutoCloseable {
             BATCH_FORGET = 42, FALLOCATE = 43, READDIRPLUS = 44, RENAME2 = 45, COPY_FILE_RANGE = 47, TMPFILE = 51;
     static final int FATTR_SIZE = 1 << 3;
     // INIT flags
-    static final int FUSE_ASYNC_READ = 1, FUSE_BIG_WRITES = 1 << 5, FUSE_DO_READDIRPLUS = 1 << 13,
+    static final int FUSE_ASYNC_READ = 1, FUSE_ATOMIC_O_TRUNC = 1 << 3, FUSE_BIG_WRITES = 1 << 5,
+            FUSE_AUTO_INVAL_DATA = 1 << 12, FUSE_PARALLEL_DIROPS = 1 << 18, FUSE_DO_READDIRPLUS = 1 << 13,
             FUSE_READDIRPLUS_AUTO = 1 << 14, FUSE_MAX_PAGES = 1 << 22, FUSE_INIT_EXT = 1 << 30;
-    static final int FOPEN_KEEP_CACHE = 1 << 1;
+    static final int FOPEN_DIRECT_IO = 1, FOPEN_KEEP_CACHE = 1 << 1;
     static final int FOPEN_PASSTHROUGH = 1 << 7;
     /** flags2 (the high half of the 64 INIT flags): FUSE_PASSTHROUGH is bit 37. */
     static final int FUSE_PASSTHROUGH_HIGH = 1 << (37 - 32);
@@ -46,6 +47,7 @@ public final class FuseSession implements AutoCloseable {
     private static final int ATTR = 88;
     /** The largest request: a 1 MiB write plus its header, the kernel's minimum for a read buffer. */
     private static final int BUFFER = (1 << 20) + 4096;
+    private static final int MAX_READAHEAD = 1 << 20;
 
     /**
      * How long the kernel may keep what it is told: names (entry), attributes, and names that are not
@@ -92,6 +94,17 @@ public final class FuseSession implements AutoCloseable {
         for (Thread t : threads) {
             t.join();
         }
+    }
+
+    /** {@link #join}, for at most {@code timeout}; whether every thread ended. */
+    public boolean join(java.time.Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (Thread t : threads) {
+            if (!t.join(java.time.Duration.ofNanos(Math.max(1, deadline - System.nanoTime())))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private void serve() {
@@ -166,7 +179,7 @@ public final class FuseSession implements AutoCloseable {
                         o.set(INT, 8, FOPEN_PASSTHROUGH); // the kernel refuses KEEP_CACHE with it
                         o.set(INT, 12, backingId);
                     } else {
-                        o.set(INT, 8, FOPEN_KEEP_CACHE);
+                        o.set(INT, 8, opened.directIo() ? FOPEN_DIRECT_IO : FOPEN_KEEP_CACHE);
                     }
                     reply(out, iov, unique, 16);
                 }
@@ -267,9 +280,11 @@ public final class FuseSession implements AutoCloseable {
         }
         o.set(INT, 0, 7);
         o.set(INT, 4, Math.min(minor, PROTOCOL_MINOR));
-        o.set(INT, 8, readahead);
-        o.set(INT, 12, kernelFlags & (FUSE_ASYNC_READ | FUSE_BIG_WRITES | FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO
-                | FUSE_MAX_PAGES | FUSE_INIT_EXT));
+        o.set(INT, 8, Math.max(readahead, MAX_READAHEAD)); // the kernel grants at most its own
+        // ATOMIC_O_TRUNC: O_TRUNC comes with the open (a hint file's "replace"); AUTO_INVAL_DATA: a new
+        // mtime or size in fresh attributes drops the file's cached pages (a new object version)
+        o.set(INT, 12, kernelFlags & (FUSE_ASYNC_READ | FUSE_ATOMIC_O_TRUNC | FUSE_BIG_WRITES | FUSE_AUTO_INVAL_DATA
+                | FUSE_PARALLEL_DIROPS | FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO | FUSE_MAX_PAGES | FUSE_INIT_EXT));
         o.set(SHORT, 16, (short) 64); // max_background
         o.set(SHORT, 18, (short) 48); // congestion_threshold
         o.set(INT, 20, largestRequest); // max_write
@@ -355,7 +370,7 @@ public final class FuseSession implements AutoCloseable {
             boolean dot = e.name().equals(".") || e.name().equals("..");
             if (plus && a != null && !dot) {
                 entry(r, a); // node 0 for "." and "..": the kernel takes their names only
-                fs.entrySent(a.node());
+                fs.entrySent(node, e);
             }
             MemorySegment d = r.asSlice(entryOut);
             d.set(LONG, 0, a != null ? a.node() : dot ? node : 0);

@@ -117,6 +117,24 @@ final class PipedReply implements ReadReply, AutoCloseable {
     }
 
     @Override
+    public boolean splice(PipeFiller filler, long length) {
+        checkRoom(length);
+        if (!filler.fill(pipe[1])) {
+            return false;
+        }
+        appended += length;
+        return true;
+    }
+
+    @Override
+    public void restart() {
+        if (expected >= 0) {
+            discard();
+        }
+        appended = 0;
+    }
+
+    @Override
     public void copy(MemorySegment bytes) {
         checkRoom(bytes.byteSize());
         long done = 0;

@@ -18,6 +18,21 @@ public interface ReadReply {
     /** Appends bytes from memory. */
     void copy(MemorySegment bytes);
 
+    /** Puts bytes into a pipe by reference (splice from a file the caller knows how to address). */
+    interface PipeFiller {
+        /** Moves exactly the bytes promised into {@code pipe}; false if it could not (it may have moved some). */
+        boolean fill(int pipe);
+    }
+
+    /**
+     * Appends {@code length} bytes that {@code filler} splices into the reply itself; false when it could
+     * not, and the reply must then be started over ({@link #restart}).
+     */
+    boolean splice(PipeFiller filler, long length);
+
+    /** Drops what this reply holds so far; {@link #begin} again. */
+    void restart();
+
     /**
      * Leaves this READ to be answered by whoever holds this mount's /dev/fuse descriptor (another
      * process that was given it), with {@link FuseReplies#read} and this request's {@link #unique};

@@ -9,7 +9,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
-import org.cryptomator.jfuse.api.FileInfo;
 
 /**
  * The hidden control directory {@code /.os2g/} (not listed in the root; a bucket key under
@@ -82,36 +81,33 @@ final class ControlFiles {
         return path.equals(PREFETCH) || path.equals(WARM);
     }
 
-    /** Size getattr reports: 0 when reads are direct (the kernel then asks regardless), else a fresh snapshot's. */
+    /** Size getattr reports: 0, as reads are direct (the kernel then asks regardless). */
     long size(String path) {
-        return isWritable(path) || path.equals(EXTENTS) || FileInfoFlags.supported() ? 0 : snapshot().length;
+        return 0;
     }
 
     /** Opens a control file; returns 0 or a negated errno. */
-    int open(String path, long fh, FileInfo fi, boolean forWriting) {
+    int open(String path, long fh, int flags, boolean forWriting) {
         if (path.equals(EXTENTS)) {
-            if ((fi.getFlags() & O_ACCMODE) != O_RDWR) {
+            if ((flags & O_ACCMODE) != O_RDWR) {
                 return -Errno.EACCES; // paths go in, answers come out: O_RDWR
             }
             queries.put(fh, new ExtentQuery(namespace, link, reader, mountPoint));
-            FileInfoFlags.setDirectIo(fi);
             return 0;
         }
         if (isWritable(path)) {
             if (!forWriting) {
                 return -Errno.EACCES;
             }
-            boolean replace = (fi.getFlags() & O_TRUNC) != 0;
+            boolean replace = (flags & O_TRUNC) != 0;
             writers.put(fh, new HintWriter(namespace, link, metrics, mountPoint, path.equals(WARM), replace));
-            FileInfoFlags.setDirectIo(fi); // every write reaches the writer at once, not after the page cache
-            return 0;
+            return 0; // opened direct_io: every write reaches the writer at once, not after the page cache
         }
         if (forWriting) {
             return -Errno.EROFS;
         }
         snapshots.put(fh, snapshot());
-        FileInfoFlags.setDirectIo(fi); // without it, the snapshot is read as far as getattr's size allows
-        return 0;
+        return 0; // opened direct_io: the snapshot is read to its end whatever getattr's size said
     }
 
     /** Bytes of the open snapshot from {@code offset}, at most {@code size}. */

@@ -1,72 +1,101 @@
 package io.os2g.host;
 
+import io.os2g.fuse.FuseMounter;
+import io.os2g.fuse.FuseSession;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeoutException;
-import org.cryptomator.jfuse.api.Errno;
-import org.cryptomator.jfuse.api.Fuse;
-import org.cryptomator.jfuse.api.FuseBuilder;
-import org.cryptomator.jfuse.api.FuseMountFailedException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One kernel mount of an {@link Os2gFileSystem} through libfuse 3 (jfuse, FFM). {@link #start} returns
- * once the mount answers; {@link #awaitUnmount} sleeps until it goes away, however it goes.
+ * One kernel mount of an {@link Os2gFileSystem}, served by os2g's own FUSE session ({@link FuseSession}
+ * on /dev/fuse). {@link #start} returns once the mount answers; {@link #awaitUnmount} sleeps until it
+ * goes away, however it goes.
  */
 public final class FuseMount {
 
     private static final Logger LOG = LoggerFactory.getLogger(FuseMount.class);
     private static final int KERNEL_READAHEAD_KB = 1024;
+    /** Requests served at once: readers' reads, readahead (up to 64 in the background), listings. */
+    private static final int THREADS = 16;
+    /** Options the kernel takes at mount(2) (fusermount3 passes them on). */
+    private static final List<String> KERNEL_OPTIONS = List.of("allow_other", "default_permissions", "allow_root");
+    /** libfuse options os2g's session does itself, or needs not: accepted and dropped. */
+    private static final List<String> IGNORED = List.of("auto_cache", "kernel_cache", "rw");
 
     private final Path mountPoint;
     private final List<String> options;
-    private Fuse fuse;
-    private SplicedReads splicedReads;
+    private FuseSession session;
+    private int uid;
 
     /**
-     * @param options libfuse options, e.g. {@code ro,fsname=bucket,attr_timeout=300}
+     * @param options FUSE options, e.g. {@code fsname=bucket,attr_timeout=300,allow_other}
      */
     public FuseMount(Path mountPoint, List<String> options) {
         this.mountPoint = mountPoint.toAbsolutePath().normalize();
         this.options = List.copyOf(options);
     }
 
-    /** The errno numbers of this platform's libfuse, which the file system needs before mounting. */
-    public static Errno errnos() {
-        return builder().errno();
-    }
-
-    private static FuseBuilder builder() {
-        FuseBuilder builder = Fuse.builder();
-        LibFuse.find().ifPresent(p -> builder.setLibraryPath(p.toString()));
-        return builder;
-    }
-
     public Path mountPoint() {
         return mountPoint;
     }
 
-    /** Mounts and waits until the kernel answers on the mount point. */
+    /** Mounts and starts serving; the kernel answers on the mount point when this returns. */
     public void start(Os2gFileSystem fs) {
-        fuse = builder().build(fs);
-        splicedReads = SplicedReads.install(fuse, fs);
+        String source = "os2g";
+        String subtype = "os2g";
+        List<String> kernel = new ArrayList<>();
+        Duration entry = null, attributes = null, negative = null;
+        for (String option : options) {
+            String name = option.contains("=") ? option.substring(0, option.indexOf('=')) : option;
+            String value = option.contains("=") ? option.substring(option.indexOf('=') + 1) : "";
+            switch (name) {
+                case "fsname" -> source = value;
+                case "subtype" -> subtype = value;
+                case "entry_timeout" -> entry = seconds(option, value);
+                case "attr_timeout" -> attributes = seconds(option, value);
+                case "negative_timeout" -> negative = seconds(option, value);
+                default -> {
+                    if (KERNEL_OPTIONS.contains(name) || name.equals("max_read") || name.equals("blksize")) {
+                        kernel.add(option);
+                    } else if (!IGNORED.contains(name)) {
+                        throw new MountException("mount option " + option + " is not one os2g knows", null);
+                    }
+                }
+            }
+        }
+        Duration forever = Duration.ofDays(365);
+        FuseSession.Timeouts timeouts = new FuseSession.Timeouts(entry != null ? entry : forever,
+                attributes != null ? attributes : forever, negative != null ? negative : Duration.ZERO);
         try {
-            fuse.mount("os2g", mountPoint, "-o", String.join(",", options));
-        } catch (FuseMountFailedException | RuntimeException e) {
-            fuse = null;
-            closeSplicedReads();
+            uid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).intValue();
+            int gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).intValue();
+            int device = FuseMounter.mount(mountPoint, source, subtype, String.join(",", kernel), uid, gid);
+            session = new FuseSession(device, fs, THREADS, timeouts);
+            session.start();
+        } catch (IOException | RuntimeException e) {
             throw new MountException("mount at " + mountPoint + " failed: " + e.getMessage(), e);
         }
         raiseKernelReadahead();
     }
 
+    private static Duration seconds(String option, String value) {
+        try {
+            return Duration.ofNanos((long) (Double.parseDouble(value) * 1e9));
+        } catch (NumberFormatException e) {
+            throw new MountException("mount option " + option + ": not a number of seconds", e);
+        }
+    }
+
     /**
      * A FUSE file system can only lower the kernel's readahead (128 KiB by default) in its init reply;
      * raising it is root's business, through the mount's backing device. At 1 MiB a sequential reader's
-     * requests are 1 MiB each: 8x fewer trips through the shim. Best effort: other users keep 128 KiB.
+     * requests are as large as a reply pipe holds: fewer trips through the shim. Best effort: other
+     * users keep 128 KiB.
      */
     private void raiseKernelReadahead() {
         try {
@@ -85,26 +114,25 @@ public final class FuseMount {
         MountTable.awaitUnmounted(mountPoint);
     }
 
-    /** Unmounts if still mounted and ends the FUSE loop. */
+    /** Unmounts if still mounted and ends the session. */
     public synchronized void unmount() {
-        if (fuse == null) {
+        if (session == null) {
             return;
         }
         try {
-            fuse.close();
-            closeSplicedReads();
-        } catch (TimeoutException | RuntimeException e) {
-            // a FUSE thread may still be in an upcall: its stub and pipes stay until the process ends
+            if (MountTable.isMountPoint(mountPoint)) {
+                FuseMounter.unmount(mountPoint, uid);
+            }
+            // a lazy unmount with files still open leaves the connection up: the threads are daemons
+            if (session.join(Duration.ofSeconds(5))) {
+                session.close();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
             LOG.warn("unmount of {} did not finish cleanly: {}", mountPoint, e.toString());
         }
-        fuse = null;
-    }
-
-    private void closeSplicedReads() {
-        if (splicedReads != null) {
-            splicedReads.close();
-            splicedReads = null;
-        }
+        session = null;
     }
 
     /** The mount could not be made. */

@@ -1,6 +1,7 @@
 package io.os2g.host;
 
 import io.os2g.Errno;
+import io.os2g.fuse.ReadReply;
 import io.os2g.ErrnoException;
 import io.os2g.link.AgentLink;
 import io.os2g.link.ReadRequest;
@@ -61,11 +62,12 @@ final class StagedReader {
     }
 
     /**
-     * Moves into a pipe by page reference, where the region allows it (its reused pages are fresh ones,
-     * so the pipe keeps these bytes after the pins go).
+     * Moves into a FUSE reply by page reference, where the region allows it (its reused pages are fresh
+     * ones, so the reply keeps these bytes after the pins go).
      */
-    static Target pipe(int pipe) {
-        return (staging, chunk, offsetInChunk, done, count) -> staging.spliceable() && staging.spliceOut(chunk, offsetInChunk, pipe, count);
+    static Target reply(ReadReply reply) {
+        return (staging, chunk, offsetInChunk, done, count) -> staging.spliceable()
+                && reply.splice(pipe -> staging.spliceOut(chunk, offsetInChunk, pipe, count), count);
     }
 
     /**
