@@ -15,7 +15,7 @@ import java.util.List;
  * @param store how to reach the bucket; null when an agent process does (see {@code agentSocket})
  * @param prefix bucket prefix shown as the mount root: {@code ""} or ending in {@code /}
  * @param metadataTtl how long listings are trusted; null for forever
- * @param fuseOptions libfuse {@code -o} options
+ * @param fuseOptions FUSE {@code -o} options (see {@link io.os2g.host.FuseMount})
  * @param agentSocket the socket of the agent process serving this mount; null for an agent in this process
  * @param expandTar show each {@code NAME.tar} object also as a directory {@code NAME.tar.d/} of its members
  * @param decompress show each {@code NAME.gz} and {@code NAME.zst} object also as {@code NAME}, decompressed
