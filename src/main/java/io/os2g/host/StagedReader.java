@@ -53,7 +53,7 @@ final class StagedReader {
         boolean take(StagingView staging, StagedChunk chunk, long offsetInChunk, long done, long count);
     }
 
-    /** Copies into native memory (the kernel's buffer, or libfuse's): a pread from the segment. */
+    /** Copies into native memory (a buffer the reply then takes): a pread from the segment. */
     static Target memory(MemorySegment target) {
         return (staging, chunk, offsetInChunk, done, count) -> {
             staging.copyOut(chunk, offsetInChunk, target, done, count);
