@@ -70,6 +70,12 @@ public final class FuseSession implements AutoCloseable {
     private volatile boolean passthrough;
     /** Backing ids of the opens read by passthrough, by handle, to unregister at release. */
     private final java.util.concurrent.ConcurrentHashMap<Long, Integer> backingIds = new java.util.concurrent.ConcurrentHashMap<>();
+    /**
+     * Each open directory's entries, listed at its first READDIR and kept until RELEASEDIR: the kernel
+     * reads a directory a page at a time, and a listing per page would make a large one quadratic.
+     */
+    private final java.util.concurrent.ConcurrentHashMap<Long, List<FuseFileSystem.Entry>> openDirectories = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.atomic.AtomicLong nextDirectoryHandle = new java.util.concurrent.atomic.AtomicLong(1);
 
     /**
      * @param device an open /dev/fuse whose mount is made (see {@link FuseMounter})
@@ -213,10 +219,25 @@ public final class FuseSession implements AutoCloseable {
                     fs.release(node, body.get(LONG, 0));
                     reply(out, iov, unique, 0);
                 }
-                case OPENDIR -> reply(out, iov, unique, 16); // fuse_open_out, no handle
-                case RELEASEDIR -> reply(out, iov, unique, 0);
-                case READDIR -> replyWithData(out, iov, unique, directory(node, body.get(LONG, 8), body.get(INT, 16), false));
-                case READDIRPLUS -> replyWithData(out, iov, unique, directory(node, body.get(LONG, 8), body.get(INT, 16), true));
+                case OPENDIR -> {
+                    o.set(LONG, 0, nextDirectoryHandle.getAndIncrement());
+                    reply(out, iov, unique, 16);
+                }
+                case RELEASEDIR -> {
+                    openDirectories.remove(body.get(LONG, 0));
+                    reply(out, iov, unique, 0);
+                }
+                case READDIR, READDIRPLUS -> {
+                    // fuse_read_in: fh, offset, size; a rewind (offset 0) lists afresh
+                    long handle = body.get(LONG, 0);
+                    long offset = body.get(LONG, 8);
+                    List<FuseFileSystem.Entry> entries = offset == 0 ? null : openDirectories.get(handle);
+                    if (entries == null) {
+                        entries = fs.list(node);
+                        openDirectories.put(handle, entries);
+                    }
+                    replyWithData(out, iov, unique, directory(node, entries, offset, body.get(INT, 16), opcode == READDIRPLUS));
+                }
                 case STATFS -> {
                     FuseFileSystem.FsStats st = fs.statfs();
                     o.set(LONG, 0, st.blocks());
@@ -353,8 +374,7 @@ public final class FuseSession implements AutoCloseable {
      * fuse_dirent records (READDIRPLUS: fuse_direntplus, each with its entry_out) from entry
      * {@code offset} on, as many as fit {@code size} bytes.
      */
-    private MemorySegment directory(long node, long offset, int size, boolean plus) {
-        List<FuseFileSystem.Entry> entries = fs.list(node);
+    private MemorySegment directory(long node, List<FuseFileSystem.Entry> entries, long offset, int size, boolean plus) {
         MemorySegment buffer = Arena.ofAuto().allocate(Math.max(size, 1), 8);
         int used = 0;
         int entryOut = plus ? 40 + ATTR : 0;

@@ -23,7 +23,9 @@ import org.junit.jupiter.api.io.TempDir;
 /** A real kernel mount served by {@link FuseSession}: what a reader of the mount sees. */
 class FuseSessionMountTest {
 
-    private static final long ROOT = 1, FILE = 2, DIR = 3;
+    private static final long ROOT = 1, FILE = 2, DIR = 3, MANY = 4;
+    /** Entries of /many: more than a page of READDIR(PLUS) replies can carry many times over. */
+    private static final int MANY_ENTRIES = 3000;
     private static final byte[] BYTES = new byte[3 * 1024 * 1024 + 123];
 
     static {
@@ -64,6 +66,9 @@ class FuseSessionMountTest {
             }
             if (parent == ROOT && name.equals("sub")) {
                 return getattr(DIR, -1);
+            }
+            if (parent == ROOT && name.equals("many")) {
+                return getattr(MANY, -1);
             }
             throw new NotFound();
         }
@@ -126,6 +131,12 @@ class FuseSessionMountTest {
             if (directory == ROOT) {
                 entries.add(new Entry("data.bin", getattr(FILE, -1)));
                 entries.add(new Entry("sub", getattr(DIR, -1)));
+                entries.add(new Entry("many", getattr(MANY, -1)));
+            }
+            if (directory == MANY) {
+                for (int i = 0; i < MANY_ENTRIES; i++) {
+                    entries.add(new Entry(String.format("f%04d", i), new Attributes(100 + i, 0, 0100444, 1, 0, 0, 0)));
+                }
             }
             return entries;
         }
@@ -234,10 +245,16 @@ class FuseSessionMountTest {
         assertEquals(BYTES.length, Files.size(mnt.resolve("data.bin")));
         assertEquals(1_700_000_000_123L, Files.getLastModifiedTime(mnt.resolve("data.bin")).toMillis());
         try (Stream<Path> list = Files.list(mnt)) {
-            assertEquals(List.of("data.bin", "sub"), list.map(p -> p.getFileName().toString()).sorted().toList());
+            assertEquals(List.of("data.bin", "many", "sub"), list.map(p -> p.getFileName().toString()).sorted().toList());
         }
         try (Stream<Path> list = Files.list(mnt.resolve("sub"))) {
             assertEquals(0, list.count());
+        }
+        List<String> expected = java.util.stream.IntStream.range(0, MANY_ENTRIES).mapToObj(i -> String.format("f%04d", i)).toList();
+        for (int pass = 0; pass < 2; pass++) { // listed afresh at each opendir, paged through the kept listing
+            try (Stream<Path> list = Files.list(mnt.resolve("many"))) {
+                assertEquals(expected, list.map(p -> p.getFileName().toString()).sorted().toList());
+            }
         }
         assertThrows(NoSuchFileException.class, () -> Files.size(mnt.resolve("missing")));
         assertThrows(NoSuchFileException.class, () -> Files.size(mnt.resolve("missing"))); // the cached "not there"
