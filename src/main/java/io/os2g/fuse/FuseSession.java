@@ -61,6 +61,8 @@ public final class FuseSession implements AutoCloseable {
     }
 
     private final int device;
+    private final Object closeLock = new Object();
+    private boolean closed;
     private final FuseFileSystem fs;
     private final Timeouts timeouts;
     private final List<Thread> threads = new ArrayList<>();
@@ -114,7 +116,7 @@ public final class FuseSession implements AutoCloseable {
     }
 
     private void serve() {
-        try (Arena arena = Arena.ofConfined(); PipedReply pipe = new PipedReply(device)) {
+        try (Arena arena = Arena.ofConfined(); PipedReply pipe = new PipedReply(device, this)) {
             MemorySegment in = arena.allocate(BUFFER, 4096);
             MemorySegment out = arena.allocate(4096, 8);
             MemorySegment iov = arena.allocate(32, 8);
@@ -477,8 +479,27 @@ public final class FuseSession implements AutoCloseable {
         }
     }
 
+    /** The mount's /dev/fuse descriptor, to lend to a process that answers READs ({@link DeviceHandoff}). */
+    public int device() {
+        return device;
+    }
+
+    /** Answers a delegated request with an error, unless the session is closed (its number may be reused). */
+    void answerError(long unique, int errno) {
+        synchronized (closeLock) {
+            if (!closed) {
+                FuseReplies.error(device, unique, errno);
+            }
+        }
+    }
+
     @Override
     public void close() {
-        Native.close(device);
+        synchronized (closeLock) {
+            if (!closed) {
+                closed = true;
+                Native.close(device);
+            }
+        }
     }
 }

@@ -27,6 +27,14 @@ final class Native {
     static final int ENOENT = 2;
     static final int EAGAIN = 11;
     static final int ENODEV = 19;
+    static final int MSG_DONTWAIT = 0x40;
+    private static final int MSG_NOSIGNAL = 0x4000;
+    private static final int MSG_CMSG_CLOEXEC = 0x40000000;
+    private static final int AF_UNIX = 1;
+    private static final int SOCK_DGRAM = 2;
+    private static final int SOCK_CLOEXEC = 0x80000;
+    private static final int SOL_SOCKET = 1;
+    private static final int SCM_RIGHTS = 1;
 
     private static final MethodHandle OPEN = handle("open", FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.ADDRESS, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(2));
@@ -45,6 +53,12 @@ final class Native {
     private static final MethodHandle SOCKETPAIR = handle("socketpair", FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
     private static final MethodHandle RECVMSG = handle("recvmsg", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+    private static final MethodHandle SOCKET = handle("socket", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+    private static final MethodHandle BIND = handle("bind", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+    private static final MethodHandle SENDMSG = handle("sendmsg", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
             ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
     private static final MethodHandle POSIX_SPAWNP = handle("posix_spawnp", FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
@@ -186,27 +200,105 @@ final class Native {
      * when the peer closed without sending one.
      */
     static int receiveDescriptor(int fd) {
+        return receiveDescriptor(fd, 0);
+    }
+
+    /**
+     * {@link #receiveDescriptor(int)} with recvmsg {@code flags} (MSG_DONTWAIT: -1 at once when nothing
+     * waits); a descriptor received is close-on-exec.
+     */
+    static int receiveDescriptor(int fd, int flags) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment data = arena.allocate(1);
-            MemorySegment iov = arena.allocate(16, 8);
-            iov.set(ValueLayout.ADDRESS, 0, data);
-            iov.set(ValueLayout.JAVA_LONG, 8, 1);
             MemorySegment control = arena.allocate(24, 8); // CMSG_SPACE(sizeof(int))
-            MemorySegment msg = arena.allocate(56, 8); // struct msghdr
-            msg.set(ValueLayout.ADDRESS, 16, iov);
-            msg.set(ValueLayout.JAVA_LONG, 24, 1);
-            msg.set(ValueLayout.ADDRESS, 32, control);
-            msg.set(ValueLayout.JAVA_LONG, 40, control.byteSize());
+            MemorySegment msg = message(arena, MemorySegment.NULL, 0, data, control);
             long n;
             do {
-                n = (long) RECVMSG.invokeExact(STATE.get(), fd, msg, 0);
+                n = (long) RECVMSG.invokeExact(STATE.get(), fd, msg, flags | MSG_CMSG_CLOEXEC);
             } while (n < 0 && errno() == EINTR);
             boolean rights = n > 0 && msg.get(ValueLayout.JAVA_LONG, 40) >= 20
-                    && control.get(ValueLayout.JAVA_INT, 8) == 1 /* SOL_SOCKET */ && control.get(ValueLayout.JAVA_INT, 12) == 1 /* SCM_RIGHTS */;
+                    && control.get(ValueLayout.JAVA_INT, 8) == SOL_SOCKET && control.get(ValueLayout.JAVA_INT, 12) == SCM_RIGHTS;
             return rights ? control.get(ValueLayout.JAVA_INT, 16) : -1;
         } catch (Throwable t) {
             throw rethrow(t);
         }
+    }
+
+    /** A Unix datagram socket bound at {@code path}, or -1 (errno says why). */
+    static int boundDatagramSocket(String path) {
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = (int) SOCKET.invokeExact(STATE.get(), AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+            if (fd < 0) {
+                return -1;
+            }
+            MemorySegment address = unixAddress(arena, path);
+            if ((int) BIND.invokeExact(STATE.get(), fd, address, (int) address.byteSize()) != 0) {
+                int errno = errno();
+                close(fd);
+                ERRNO.set(STATE.get(), 0L, errno);
+                return -1;
+            }
+            return fd;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Sends one byte and descriptor {@code passed} (SCM_RIGHTS) to the datagram socket at {@code path}; 0 or -1. */
+    static int sendDescriptor(String path, int passed) {
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = (int) SOCKET.invokeExact(STATE.get(), AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+            if (fd < 0) {
+                return -1;
+            }
+            try {
+                MemorySegment address = unixAddress(arena, path);
+                MemorySegment control = arena.allocate(24, 8);
+                control.set(ValueLayout.JAVA_LONG, 0, 20); // CMSG_LEN(sizeof(int))
+                control.set(ValueLayout.JAVA_INT, 8, SOL_SOCKET);
+                control.set(ValueLayout.JAVA_INT, 12, SCM_RIGHTS);
+                control.set(ValueLayout.JAVA_INT, 16, passed);
+                MemorySegment msg = message(arena, address, (int) address.byteSize(), arena.allocate(1), control);
+                long n;
+                do {
+                    n = (long) SENDMSG.invokeExact(STATE.get(), fd, msg, MSG_NOSIGNAL);
+                } while (n < 0 && errno() == EINTR);
+                return n == 1 ? 0 : -1;
+            } finally {
+                int errno = errno();
+                close(fd);
+                ERRNO.set(STATE.get(), 0L, errno);
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** struct msghdr with one iovec over {@code data} and the ancillary buffer {@code control}. */
+    private static MemorySegment message(Arena arena, MemorySegment name, int nameLength, MemorySegment data, MemorySegment control) {
+        MemorySegment iov = arena.allocate(16, 8);
+        iov.set(ValueLayout.ADDRESS, 0, data);
+        iov.set(ValueLayout.JAVA_LONG, 8, data.byteSize());
+        MemorySegment msg = arena.allocate(56, 8);
+        msg.set(ValueLayout.ADDRESS, 0, name);
+        msg.set(ValueLayout.JAVA_INT, 8, nameLength);
+        msg.set(ValueLayout.ADDRESS, 16, iov);
+        msg.set(ValueLayout.JAVA_LONG, 24, 1);
+        msg.set(ValueLayout.ADDRESS, 32, control);
+        msg.set(ValueLayout.JAVA_LONG, 40, control.byteSize());
+        return msg;
+    }
+
+    /** struct sockaddr_un for {@code path}, sized to the path (sun_family, then the NUL-ended path). */
+    private static MemorySegment unixAddress(Arena arena, String path) {
+        byte[] bytes = path.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        if (bytes.length >= 108) {
+            throw new IllegalArgumentException("socket path longer than 107 bytes: " + path);
+        }
+        MemorySegment address = arena.allocate(2 + bytes.length + 1, 2);
+        address.set(ValueLayout.JAVA_SHORT, 0, (short) AF_UNIX);
+        MemorySegment.copy(bytes, 0, address, ValueLayout.JAVA_BYTE, 2, bytes.length);
+        return address;
     }
 
     /**

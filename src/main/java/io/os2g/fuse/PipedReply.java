@@ -21,7 +21,9 @@ final class PipedReply implements ReadReply, AutoCloseable {
     private static final int HEADER = 16;
 
     private final int device;
-    private final Arena arena = Arena.ofConfined();
+    /** The session whose READs this answers; null for replies to READs another process delegated. */
+    private final FuseSession session;
+    private final Arena arena = Arena.ofShared();
     private final MemorySegment header = arena.allocate(HEADER, 8);
     private final MemorySegment offset = arena.allocate(ValueLayout.JAVA_LONG);
     private int[] pipe;
@@ -30,8 +32,9 @@ final class PipedReply implements ReadReply, AutoCloseable {
     private long appended;
     private boolean delegated;
 
-    PipedReply(int device) {
+    PipedReply(int device, FuseSession session) {
         this.device = device;
+        this.session = session;
         this.pipe = open();
     }
 
@@ -70,16 +73,12 @@ final class PipedReply implements ReadReply, AutoCloseable {
     }
 
     @Override
-    public void delegate() {
-        if (expected >= 0) {
-            throw new IllegalStateException("delegate() after begin()");
+    public DelegatedRead delegate() {
+        if (expected >= 0 || session == null) {
+            throw new IllegalStateException(session == null ? "a delegated reply cannot be delegated again" : "delegate() after begin()");
         }
         delegated = true;
-    }
-
-    @Override
-    public long unique() {
-        return unique;
+        return new DelegatedRead(session, unique);
     }
 
     /** Whether another holder of the descriptor answers this READ. */

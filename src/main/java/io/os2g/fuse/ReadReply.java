@@ -34,13 +34,10 @@ public interface ReadReply {
     void restart();
 
     /**
-     * Leaves this READ to be answered by whoever holds this mount's /dev/fuse descriptor (another
-     * process that was given it), with {@link FuseReplies#read} and this request's {@link #unique};
-     * instead of {@link #begin}. The kernel matches a reply to its request by that number on the
-     * descriptor the request was read from, so the same open file must carry it.
+     * Leaves this READ to be answered by another holder of this mount's /dev/fuse descriptor (another
+     * process lent it: {@link DeviceHandoff}, {@link FuseReplies}), instead of {@link #begin}. The kernel
+     * matches a reply to its request by {@link DelegatedRead#unique} on the open file the request was read
+     * from, so the holder must have that same open file.
      */
-    void delegate();
-
-    /** The request's number, for a delegated reply. */
-    long unique();
+    DelegatedRead delegate();
 }

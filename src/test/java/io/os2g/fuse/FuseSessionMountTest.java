@@ -39,12 +39,14 @@ class FuseSessionMountTest {
 
     /** "/data.bin" (3 MiB + 123 bytes) and an empty "/sub". */
     /** How TinyFs answers reads of data.bin. */
-    private enum Mode { COPY, SPLICE, PASSTHROUGH, DELEGATE }
+    private enum Mode { COPY, SPLICE, PASSTHROUGH, DELEGATE, DELEGATE_FAIL }
 
     private static final class TinyFs implements FuseFileSystem {
         private final Mode mode;
-        /** A file holding BYTES (SPLICE, PASSTHROUGH), or the mount's /dev/fuse (DELEGATE). */
+        /** A file holding BYTES (SPLICE, PASSTHROUGH, DELEGATE). */
         private final int fd;
+        /** Replies through a lent descriptor (DELEGATE), as another process would answer. */
+        FuseReplies replies;
         private final Path source;
         final java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
         private final java.util.concurrent.ExecutorService other = java.util.concurrent.Executors.newSingleThreadExecutor();
@@ -110,9 +112,20 @@ class FuseSessionMountTest {
                     reply.splice(fd, from, to - from);
                 }
                 case DELEGATE -> {
-                    reply.delegate();
-                    long unique = reply.unique();
-                    other.submit(() -> FuseReplies.read(fd, unique, data.asSlice(0, to - from)));
+                    DelegatedRead delegated = reply.delegate();
+                    // alternately copied from memory and spliced from the file, as the agent may do
+                    if (reads.get() % 2 == 0) {
+                        other.submit(() -> replies.read(delegated.unique(), data.asSlice(0, to - from)));
+                    } else {
+                        other.submit(() -> replies.read(delegated.unique(), r -> {
+                            r.begin(to - from);
+                            r.splice(fd, from, to - from);
+                        }));
+                    }
+                }
+                case DELEGATE_FAIL -> {
+                    DelegatedRead delegated = reply.delegate();
+                    other.submit(() -> delegated.fail(Errno.EIO));
                 }
                 default -> {
                     reply.begin(to - from);
@@ -183,6 +196,25 @@ class FuseSessionMountTest {
     }
 
     @Test
+    void aDelegatedReadFailedByItsSessionGivesTheReaderTheErrno() throws Exception {
+        assertTrue(readsThrough(Mode.DELEGATE_FAIL) > 0);
+    }
+
+    @Test
+    void onlyAFuseDeviceIsTakenFromAHandoff() throws Exception {
+        try (DeviceHandoff handoff = DeviceHandoff.listen(dir.resolve("not-fuse.sock"))) {
+            int file = Native.open("/proc/self/status", 0);
+            try {
+                DeviceHandoff.send(file, handoff.path());
+            } finally {
+                Native.close(file);
+            }
+            assertEquals(-1, handoff.take());
+        }
+        assertTrue(Files.notExists(dir.resolve("not-fuse.sock")), "the socket file goes with the handoff");
+    }
+
+    @Test
     void aPassthroughOpenIsReadByTheKernelWithoutAnyRead() throws Exception {
         assertEquals(0, readsThrough(Mode.PASSTHROUGH));
     }
@@ -193,10 +225,22 @@ class FuseSessionMountTest {
         Path other = Files.createDirectory(dir.resolve(mode.name()));
         int backing = Native.open(source.toString(), 0);
         int fd = FuseMounter.mount(other, "tiny", "os2gtest", "", 0, 0);
-        TinyFs fs = new TinyFs(mode, mode == Mode.DELEGATE ? fd : backing, source);
+        TinyFs fs = new TinyFs(mode, backing, source);
+        if (mode == Mode.DELEGATE) {
+            try (DeviceHandoff handoff = DeviceHandoff.listen(dir.resolve("handoff.sock"))) {
+                assertEquals(-1, handoff.take(), "nothing sent yet");
+                DeviceHandoff.send(fd, handoff.path());
+                fs.replies = new FuseReplies(handoff.take());
+            }
+        }
         FuseSession session = new FuseSession(fd, fs, 2, FuseSession.Timeouts.forever());
         session.start();
         try {
+            if (mode == Mode.DELEGATE_FAIL) {
+                var failed = assertThrows(java.io.IOException.class, () -> Files.readAllBytes(other.resolve("data.bin")));
+                assertTrue(String.valueOf(failed.getMessage()).contains("Input/output error"), failed.toString());
+                return fs.reads.get();
+            }
             assertArrayEquals(BYTES, Files.readAllBytes(other.resolve("data.bin")));
             try (var channel = java.nio.channels.FileChannel.open(other.resolve("data.bin"))) {
                 java.nio.ByteBuffer middle = java.nio.ByteBuffer.allocate(777_777);
@@ -208,6 +252,9 @@ class FuseSessionMountTest {
             FuseMounter.unmount(other, 0);
             session.join();
             session.close();
+            if (fs.replies != null) {
+                fs.replies.close();
+            }
             Native.close(backing);
             Files.delete(source);
         }
