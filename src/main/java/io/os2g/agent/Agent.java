@@ -157,6 +157,12 @@ public final class Agent implements AutoCloseable {
         return requested;
     }
 
+    /** The file version open under {@code handle}, or null. */
+    public Node.File file(long handle) {
+        OpenFile open = handles.get(handle);
+        return open == null ? null : open.file();
+    }
+
     public void release(long handle) {
         OpenFile open = handles.remove(handle);
         if (open != null) {

@@ -15,6 +15,7 @@ import io.os2g.staging.StagingConfig;
 import io.os2g.staging.StagingDirectory;
 import io.os2g.staging.GpuRegistration;
 import io.os2g.staging.StagingRegion;
+import io.os2g.staging.StagingView;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.ObjectStore;
 import io.prometheus.metrics.core.metrics.Histogram;
@@ -138,6 +139,11 @@ final class AgentSessions implements AgentSession.Factory {
         public StagingLayout layout() {
             StagingConfig c = region.config();
             return new StagingLayout(c.directory().toString(), c.capacity(), c.pageSize(), c.segmentSize(), region.pagesInPlace());
+        }
+
+        @Override
+        public StagingView view() {
+            return index.view();
         }
 
         @Override

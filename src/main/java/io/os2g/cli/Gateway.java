@@ -172,6 +172,9 @@ final class Gateway implements AutoCloseable {
                         getSeconds == null ? null : backend::counters, getSeconds));
             }
             mount.start(fs);
+            if (link instanceof SocketLink split) {
+                split.lend(mount.device()); // the agent answers READs itself from here on, where it can
+            }
         } catch (RuntimeException e) {
             close();
             throw e;

@@ -70,6 +70,7 @@ final class GatewayStats {
         doc.put("mode", split ? "split" : "in-process");
         doc.put("bytes_served", metrics.bytesServed());
         doc.put("bytes_spliced", metrics.bytesSpliced());
+        doc.put("bytes_answered_by_agent", metrics.bytesAnsweredByAgent());
         doc.put("reads", metrics.reads());
         doc.put("open_files", metrics.openFiles());
         doc.put("staging_hits", metrics.stagingHits());

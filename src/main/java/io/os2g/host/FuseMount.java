@@ -109,6 +109,14 @@ public final class FuseMount {
         }
     }
 
+    /** The mount's /dev/fuse descriptor (to lend to an agent that answers READs); valid while mounted. */
+    public int device() {
+        if (session == null) {
+            throw new IllegalStateException("not mounted");
+        }
+        return session.device();
+    }
+
     /** Blocks until the mount goes away (fusermount -u, umount, or {@link #unmount}). */
     public void awaitUnmount() throws InterruptedException {
         MountTable.awaitUnmounted(mountPoint);

@@ -3,9 +3,11 @@ package io.os2g.host;
 import io.os2g.Errno;
 import io.os2g.ErrnoException;
 import io.os2g.fuse.FuseFileSystem;
+import io.os2g.fuse.DelegatedRead;
 import io.os2g.fuse.ReadReply;
 import io.os2g.link.AgentLink;
 import io.os2g.link.OpenRequest;
+import io.os2g.link.ReadRequest;
 import io.os2g.WarningLimiter;
 import io.os2g.metrics.ReadMetrics;
 import io.os2g.namespace.Directory;
@@ -244,6 +246,10 @@ public final class Os2gFileSystem implements FuseFileSystem {
             reply.copy(buffer.asSlice(0, bytes.length));
             return;
         }
+        if (link.answersReads()) {
+            answerInAgent(handle, offset, size, reply.delegate());
+            return;
+        }
         int length = (int) Math.max(0, Math.min(size, handle.file().size() - offset));
         metrics.inFlight(1);
         try {
@@ -266,6 +272,28 @@ public final class Os2gFileSystem implements FuseFileSystem {
         } finally {
             metrics.inFlight(-1);
         }
+    }
+
+    /**
+     * Leaves the READ to the agent, which holds this mount's /dev/fuse too: the shim sends the READ's
+     * number and nothing else; the staged bytes go from the agent's segment files to the kernel. When
+     * the agent cannot answer (a failed fetch, the deadline, the agent gone), the shim answers the errno.
+     */
+    private void answerInAgent(OpenHandle handle, long offset, int size, DelegatedRead delegated) {
+        metrics.inFlight(1);
+        link.answer(new ReadRequest(handle.agentHandle(), offset, size), delegated.unique()).whenComplete((answered, failure) -> {
+            metrics.inFlight(-1);
+            if (failure == null) {
+                metrics.served(answered.bytes());
+                metrics.spliced(answered.bytes());
+                metrics.answeredByAgent(answered.bytes());
+                metrics.staged(answered.hits(), answered.misses());
+                return;
+            }
+            Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+            RuntimeException e = cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
+            delegated.fail(failure("read", handle.file().key(), e).errno());
+        });
     }
 
     /** Whether reads may be spliced now: the staging region in use replaces the pages it reuses. */

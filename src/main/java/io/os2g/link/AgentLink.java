@@ -15,6 +15,22 @@ public interface AgentLink extends AutoCloseable {
      */
     CompletableFuture<Void> read(ReadRequest request);
 
+    /**
+     * Whether the agent answers READs on the mount's /dev/fuse itself (split mode, once the shim lent
+     * it the descriptor): then {@link #answer} instead of {@link #read} and a copy.
+     */
+    default boolean answersReads() {
+        return false;
+    }
+
+    /**
+     * Asks the agent to stage a range and answer READ {@code unique} with it. The future completes once
+     * it has, or fails (an {@link io.os2g.ErrnoException}; the READ is then the caller's to answer).
+     */
+    default CompletableFuture<AnsweredRead> answer(ReadRequest request, long unique) {
+        return CompletableFuture.failedFuture(new LinkException(io.os2g.Errno.EIO, "this agent answers no reads"));
+    }
+
     /** Tells the agent a range is being read (it was staged already), so its readahead moves on; no answer. */
     void hint(ReadRequest request);
 

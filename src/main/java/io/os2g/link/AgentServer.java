@@ -82,6 +82,7 @@ public final class AgentServer implements AutoCloseable {
     private void serve(SocketChannel channel) {
         Wire wire = new Wire(ChannelStreams.in(channel), ChannelStreams.out(channel));
         AgentSession session = null;
+        ReadAnswerer answerer = null;
         try {
             Wire.Frame first = wire.receive();
             if (!(first.message() instanceof Message.Hello hello)) {
@@ -100,10 +101,11 @@ public final class AgentServer implements AutoCloseable {
                 return;
             }
             LOG.info("serving {}/{} to a shim (staging in {})", hello.spec().bucket(), hello.spec().prefix(), session.layout().directory());
+            answerer = answerer(session);
             wire.send(first.id(), new Message.Welcome(session.layout()));
             for (;;) {
                 Wire.Frame frame = wire.receive();
-                dispatch(wire, session, frame);
+                dispatch(wire, session, answerer, frame);
             }
         } catch (EOFException e) {
             // the shim went away (unmounted or killed)
@@ -118,6 +120,9 @@ public final class AgentServer implements AutoCloseable {
             } catch (IOException ignored) {
                 // closing
             }
+            if (answerer != null) {
+                answerer.close(); // the lent /dev/fuse too: the mount must not outlive its shim here
+            }
             if (session != null) {
                 LOG.info("shim of {} disconnected: its staging region is freed", session.layout().directory());
                 session.close();
@@ -125,7 +130,23 @@ public final class AgentServer implements AutoCloseable {
         }
     }
 
-    private void dispatch(Wire wire, AgentSession session, Wire.Frame frame) throws IOException {
+    /**
+     * Where the session takes a lent /dev/fuse to answer READs itself; null where it cannot (a region
+     * whose pages are reused in place cannot be spliced from; a socket path too long).
+     */
+    private static ReadAnswerer answerer(AgentSession session) {
+        if (!session.view().spliceable()) {
+            return null;
+        }
+        try {
+            return ReadAnswerer.listen(session.agent(), session.view(), Path.of(session.layout().directory()));
+        } catch (IOException | IllegalArgumentException e) {
+            LOG.info("the shim of {} answers its own reads: {}", session.layout().directory(), e.getMessage());
+            return null;
+        }
+    }
+
+    private void dispatch(Wire wire, AgentSession session, ReadAnswerer answerer, Wire.Frame frame) throws IOException {
         Agent agent = session.agent();
         long id = frame.id();
         switch (frame.message()) {
@@ -145,6 +166,15 @@ public final class AgentServer implements AutoCloseable {
                 var staged = agent.read(r.handle(), r.offset(), r.length());
                 if (read.reply()) {
                     staged.whenComplete((ok, failed) -> reply(wire, id, failed == null ? new Message.Done() : failure(failed)));
+                }
+            }
+            case Message.Lend lend -> reply(wire, id, answerer != null && answerer.take() ? new Message.Done()
+                    : new Message.Failed(Errno.EIO, answerer == null ? "this session answers no reads" : "no /dev/fuse descriptor arrived"));
+            case Message.Answer answer -> {
+                if (answerer == null) {
+                    reply(wire, id, new Message.Failed(Errno.EIO, "this session answers no reads"));
+                } else {
+                    threads.execute(() -> reply(wire, id, answerer.answer(answer.request(), answer.unique())));
                 }
             }
             case Message.Release release -> agent.release(release.handle());

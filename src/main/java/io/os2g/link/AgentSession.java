@@ -1,6 +1,7 @@
 package io.os2g.link;
 
 import io.os2g.agent.Agent;
+import io.os2g.staging.StagingView;
 
 /** One mount an agent process serves for one shim connection; closed when the connection ends. */
 public interface AgentSession extends AutoCloseable {
@@ -9,6 +10,9 @@ public interface AgentSession extends AutoCloseable {
 
     /** Where the mount's staging region is, for the shim to map. */
     StagingLayout layout();
+
+    /** The staging region as the agent reads it, to answer READs on a lent /dev/fuse. */
+    StagingView view();
 
     /** The agent's counters for this mount, as a JSON object. */
     String statsJson();

@@ -32,6 +32,21 @@ sealed interface Message {
     record Done() implements Message {
     }
 
+    /**
+     * The shim has sent its /dev/fuse descriptor to the session's handoff socket
+     * ({@link ReadAnswerer#HANDOFF}); Done when the agent took it.
+     */
+    record Lend() implements Message {
+    }
+
+    /** Stage a range and answer READ {@code unique} with it on the lent /dev/fuse. */
+    record Answer(ReadRequest request, long unique) implements Message {
+    }
+
+    /** A READ answered: its bytes, and how many of its chunks were staged already or waited. */
+    record Answered(long bytes, int hits, int misses) implements Message {
+    }
+
     record Failed(int errno, String message) implements Message {
     }
 

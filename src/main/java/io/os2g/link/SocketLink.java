@@ -1,6 +1,7 @@
 package io.os2g.link;
 
 import io.os2g.Errno;
+import io.os2g.fuse.DeviceHandoff;
 import io.os2g.staging.StagingConfig;
 import io.os2g.staging.StagingView;
 import io.os2g.store.Listing;
@@ -43,6 +44,8 @@ public final class SocketLink implements AgentLink {
     /** Inodes hinted and not opened yet: their opens go to the agent at once. */
     private final Set<Long> hinted = ConcurrentHashMap.newKeySet();
     private volatile Connection current;
+    /** The mount's /dev/fuse, lent to each connection's agent; -1 before the mount (or never). */
+    private volatile int lentDevice = -1;
     private volatile boolean closed;
     private Thread redialer;
 
@@ -51,12 +54,16 @@ public final class SocketLink implements AgentLink {
         final SocketChannel channel;
         final Wire wire;
         final StagingView view;
+        final Path directory;
         final ConcurrentHashMap<Long, CompletableFuture<Message>> pending = new ConcurrentHashMap<>();
+        /** Whether the agent holds the lent /dev/fuse and answers READs. */
+        volatile boolean answers;
 
-        Connection(SocketChannel channel, Wire wire, StagingView view) {
+        Connection(SocketChannel channel, Wire wire, StagingView view, Path directory) {
             this.channel = channel;
             this.wire = wire;
             this.view = view;
+            this.directory = directory;
         }
 
         void readReplies() {
@@ -146,8 +153,9 @@ public final class SocketLink implements AgentLink {
             StagingLayout l = welcome.layout();
             StagingView view = StagingView.attach(new StagingConfig(Path.of(l.directory()), l.capacity(), l.pageSize(),
                     l.segmentSize(), deadline), l.pagesInPlace());
-            Connection connection = new Connection(channel, wire, view);
+            Connection connection = new Connection(channel, wire, view, Path.of(l.directory()));
             Thread.ofVirtual().name("os2g-link-replies").start(connection::readReplies);
+            lendTo(connection);
             return connection;
         } catch (IOException | RuntimeException e) {
             try {
@@ -277,6 +285,33 @@ public final class SocketLink implements AgentLink {
 
     @Override
     public CompletableFuture<Void> read(ReadRequest request) {
+        return request(request, agentHandle -> new Message.Read(new ReadRequest(agentHandle, request.offset(), request.length()), true),
+                answer -> answer instanceof Message.Done ? null : unexpected("a read", answer));
+    }
+
+    @Override
+    public boolean answersReads() {
+        Connection connection = current;
+        return connection != null && connection.answers;
+    }
+
+    /** Bounded by the read deadline: a READ nobody answers would hang its reader. */
+    @Override
+    public CompletableFuture<AnsweredRead> answer(ReadRequest request, long unique) {
+        return request(request, agentHandle -> new Message.Answer(new ReadRequest(agentHandle, request.offset(), request.length()), unique),
+                answer -> answer instanceof Message.Answered a ? new AnsweredRead(a.bytes(), a.hits(), a.misses()) : unexpected("a read", answer))
+                .orTimeout(deadline.toNanos(), TimeUnit.NANOSECONDS)
+                .exceptionallyCompose(failure -> CompletableFuture.failedFuture(failure instanceof TimeoutException
+                        ? new LinkException(Errno.EIO, "the agent did not answer a read within " + deadline.toMillis() + " ms")
+                        : failure));
+    }
+
+    /**
+     * Sends the message {@code build} makes for the handle's number on this connection's agent and maps
+     * its answer; a Failed answer fails the future with its errno.
+     */
+    private <T> CompletableFuture<T> request(ReadRequest request, java.util.function.LongFunction<Message> build,
+            java.util.function.Function<Message, T> map) {
         try {
             Connection connection = connection();
             LocalHandle handle = open.get(request.handle());
@@ -287,20 +322,54 @@ public final class SocketLink implements AgentLink {
             CompletableFuture<Message> reply = new CompletableFuture<>();
             connection.pending.put(id, reply);
             try {
-                long agentHandle = bind(handle, connection);
-                connection.wire.send(id, new Message.Read(new ReadRequest(agentHandle, request.offset(), request.length()), true));
+                connection.wire.send(id, build.apply(bind(handle, connection)));
             } catch (IOException e) {
                 connection.pending.remove(id);
                 lost(connection, e);
                 return CompletableFuture.failedFuture(new LinkException(Errno.EIO, "agent connection lost"));
             }
-            return reply.thenApply(answer -> switch (answer) {
-                case Message.Done done -> (Void) null;
-                case Message.Failed failed -> throw new LinkException(failed.errno(), failed.message());
-                default -> throw new LinkException(Errno.EIO, "unexpected answer to a read: " + answer);
+            // a late answer after a timeout finds no entry; the entry goes with the answer or the timeout
+            reply.whenComplete((answer, failure) -> connection.pending.remove(id));
+            return reply.thenApply(answer -> {
+                if (answer instanceof Message.Failed failed) {
+                    throw new LinkException(failed.errno(), failed.message());
+                }
+                return map.apply(answer);
             });
         } catch (LinkException e) {
             return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private static <T> T unexpected(String what, Message answer) {
+        throw new LinkException(Errno.EIO, "unexpected answer to " + what + ": " + answer);
+    }
+
+    /**
+     * Lends the mount's /dev/fuse descriptor to the agent (now, and again after each reconnect), so that
+     * it answers READs itself: the shim then forwards a READ's number instead of its bytes. Where the
+     * agent cannot take it, the shim goes on answering its own reads.
+     */
+    public void lend(int device) {
+        lentDevice = device;
+        Connection connection = current;
+        if (connection != null) {
+            lendTo(connection);
+        }
+    }
+
+    private void lendTo(Connection connection) {
+        int device = lentDevice;
+        if (device < 0 || !connection.view.spliceable()) {
+            return;
+        }
+        try {
+            DeviceHandoff.send(device, connection.directory.resolve(ReadAnswerer.HANDOFF));
+            connection.call(new Message.Lend());
+            connection.answers = true;
+            LOG.debug("the agent at unix:{} answers this mount's reads", socket);
+        } catch (IOException | LinkException e) {
+            LOG.info("the agent at unix:{} does not answer reads itself ({}); the shim answers them", socket, e.getMessage());
         }
     }
 

@@ -22,7 +22,7 @@ final class Wire {
     /** "OS2G": the first bytes of a hello, so a stranger on the socket is told apart from an old version. */
     static final int MAGIC = 0x4f533247;
     /** Bumped whenever a message changes; both ends must agree. */
-    static final int VERSION = 5;
+    static final int VERSION = 6;
     private static final int MAX_FRAME = 256 << 20;
 
     private final DataInputStream in;
@@ -84,6 +84,9 @@ final class Wire {
             case Message.Stats s -> 12;
             case Message.StatsReply s -> 13;
             case Message.Prefetch p -> 14;
+            case Message.Lend l -> 15;
+            case Message.Answer a -> 16;
+            case Message.Answered a -> 17;
         };
     }
 
@@ -140,6 +143,19 @@ final class Wire {
                 o.writeBoolean(r.reply());
             }
             case Message.Done d -> {
+            }
+            case Message.Lend l -> {
+            }
+            case Message.Answer a -> {
+                o.writeLong(a.request().handle());
+                o.writeLong(a.request().offset());
+                o.writeLong(a.request().length());
+                o.writeLong(a.unique());
+            }
+            case Message.Answered a -> {
+                o.writeLong(a.bytes());
+                o.writeInt(a.hits());
+                o.writeInt(a.misses());
             }
             case Message.Failed f -> {
                 o.writeInt(f.errno());
@@ -208,6 +224,9 @@ final class Wire {
                 }
                 yield new Message.Prefetch(new PrefetchRequest(files, replace, warm));
             }
+            case 15 -> new Message.Lend();
+            case 16 -> new Message.Answer(new ReadRequest(i.readLong(), i.readLong(), i.readLong()), i.readLong());
+            case 17 -> new Message.Answered(i.readLong(), i.readInt(), i.readInt());
             default -> throw new IOException("unknown message type " + type);
         };
     }

@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.LongAdder;
 public final class ReadMetrics {
     private final LongAdder bytesServed = new LongAdder();
     private final LongAdder bytesSpliced = new LongAdder();
+    private final LongAdder bytesAnsweredByAgent = new LongAdder();
     private final LongAdder reads = new LongAdder();
     private final LongAdder stagingHits = new LongAdder();
     private final LongAdder stagingMisses = new LongAdder();
@@ -31,6 +32,21 @@ public final class ReadMetrics {
 
     public long bytesSpliced() {
         return bytesSpliced.sum();
+    }
+
+    /** Bytes of {@link #served} that the agent wrote to the kernel itself, on the lent /dev/fuse (split mode). */
+    public void answeredByAgent(long bytes) {
+        bytesAnsweredByAgent.add(bytes);
+    }
+
+    public long bytesAnsweredByAgent() {
+        return bytesAnsweredByAgent.sum();
+    }
+
+    /** Chunks a read found staged ({@code hits}) and chunks it waited for ({@code misses}). */
+    public void staged(int hits, int misses) {
+        stagingHits.add(hits);
+        stagingMisses.add(misses);
     }
 
     public void hit() {
