@@ -122,6 +122,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--limit", type=int, default=0, help="read only this many files (small, dataloader)")
     ap.add_argument("--tree", default="tree", help="directory to walk")
+    ap.add_argument("--warm-first", action="store_true",
+                    help="sequential: read another large file first, unmeasured, and drop the page cache (a mount past its start-up)")
     ap.add_argument("--root", default="small", help="small: the directory whose files are read (default: small)")
     ap.add_argument("--tar", action="store_true",
                     help="small: read the members of MOUNT/shards/*.tar.d (an os2g --expand-tar mount) instead of MOUNT/small")
@@ -157,7 +159,12 @@ def main():
             random.Random(epoch + 2).shuffle(paths)
         result["epochs"] = epochs
     elif a.workload == "sequential":
-        paths = files_under(os.path.join(a.mount, "large"))[: a.readers]
+        large = files_under(os.path.join(a.mount, "large"))
+        paths = large[: a.readers]
+        if a.warm_first:
+            read_whole([large[-1]])  # a file none of the readers reads: the gateway's read path runs once
+            with open("/proc/sys/vm/drop_caches", "w") as drop:
+                drop.write("3\n")
         meter = Meter(a.pid, a.server_pid)
         total, seconds = parallel_read(paths, a.readers)
         result.update(files=len(paths), bytes=total, seconds=seconds, mb_per_s=total / 1e6 / seconds, **meter.done())

@@ -161,7 +161,7 @@ final class MountCommand implements Callable<Integer> {
     }
 
     /** The agent checks the store and creates the staging region; its refusal is this command's one line. */
-    private Gateway mountWithAgent(MountConfig config) {
+    static Gateway mountWithAgent(MountConfig config) {
         SocketLink link;
         try {
             link = SocketLink.connect(config.agentSocket(), new MountSpec(config.bucket(), config.prefix(),

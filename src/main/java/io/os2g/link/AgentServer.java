@@ -22,9 +22,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The agent's end of the split mode: a Unix socket (mode 0600) where shims connect, one session per
- * connection. Each connection is read by one virtual thread that blocks on the socket (no polling:
- * an idle agent uses no CPU); slow requests (listings, fetches) complete on other threads and
- * answer by request id.
+ * connection. Each connection is read by one platform thread that blocks on the socket (no polling:
+ * an idle agent uses no CPU); slow requests (listings, fetches, answered READs) run on virtual
+ * threads and answer by request id.
  */
 public final class AgentServer implements AutoCloseable {
 
@@ -69,7 +69,8 @@ public final class AgentServer implements AutoCloseable {
             try {
                 SocketChannel channel = server.accept();
                 connections.add(channel);
-                threads.execute(() -> serve(channel));
+                // one platform thread per shim blocks in read(2) (no poller round trip per request)
+                Thread.ofPlatform().daemon().name("os2g-agent-link").start(() -> serve(channel));
             } catch (IOException e) {
                 if (!closed) {
                     LOG.warn("accept on {} failed: {}", path, e.toString());
@@ -174,7 +175,7 @@ public final class AgentServer implements AutoCloseable {
                 if (answerer == null) {
                     reply(wire, id, new Message.Failed(Errno.EIO, "this session answers no reads"));
                 } else {
-                    threads.execute(() -> reply(wire, id, answerer.answer(answer.request(), answer.unique())));
+                    answerer.answer(answer.request(), answer.unique(), message -> reply(wire, id, message), threads);
                 }
             }
             case Message.Release release -> agent.release(release.handle());

@@ -17,7 +17,10 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -67,52 +70,97 @@ final class ReadAnswerer implements AutoCloseable {
     }
 
     /**
-     * Stages the range and answers READ {@code unique} with it; the message for the shim: what was
-     * answered, or the failure (the shim answers that READ with the errno then). Blocks: run it on a
-     * thread of its own.
+     * Stages the range and answers READ {@code unique} with it; hands {@code done} the message for the
+     * shim: what was answered, or the failure (the shim answers that READ with the errno then). A range
+     * staged already is answered on the calling thread, at once; one that waits for a fetch is answered
+     * on the thread that completes the fetch, and {@code slow} takes the rare rest (a chunk evicted
+     * before it could be pinned is staged again, blocking).
      */
-    Message answer(ReadRequest request, long unique) {
+    void answer(ReadRequest request, long unique, Consumer<Message> done, Executor slow) {
         FuseReplies out = replies;
         Node.File file = agent.file(request.handle());
         if (out == null || file == null) {
-            return new Message.Failed(out == null ? Errno.EIO : Errno.EBADF,
-                    out == null ? "no /dev/fuse lent to the agent" : "unknown handle " + request.handle());
+            done.accept(new Message.Failed(out == null ? Errno.EIO : Errno.EBADF,
+                    out == null ? "no /dev/fuse lent to the agent" : "unknown handle " + request.handle()));
+            return;
         }
         long offset = request.offset();
         int length = (int) Math.max(0, Math.min(file.size(), offset + request.length()) - offset);
-        ChunkLayout layout = agent.layout();
-        int chunks = length == 0 ? 0 : (int) (layout.index(offset + length - 1) - layout.index(offset) + 1);
-        boolean hit = true;
+        Range range = new Range(request.handle(), file, offset, length, unique);
+        CompletableFuture<Void> staged = agent.read(request.handle(), offset, length);
+        if (staged.isDone()) {
+            done.accept(answerStaged(range, staged, true, slow, done));
+        } else {
+            // a copy: the fetch's own future may be shared with other readers, whom this timeout must not fail
+            CompletableFuture<Void> bounded = staged.copy().orTimeout(DEADLINE_NANOS, TimeUnit.NANOSECONDS);
+            bounded.whenComplete((ok, failure) -> {
+                Message answered = answerStaged(range, bounded, false, slow, done);
+                if (answered != null) {
+                    done.accept(answered);
+                }
+            });
+        }
+    }
+
+    /** One READ's range of one open file version. */
+    private record Range(long handle, Node.File file, long offset, int length, long unique) {
+    }
+
+    /** The answer once {@code staged} completed; null when it went to {@code slow} to be staged again. */
+    private Message answerStaged(Range range, CompletableFuture<Void> staged, boolean hit, Executor slow, Consumer<Message> done) {
         try {
-            for (int attempt = 0; attempt < MAX_RESTAGE; attempt++) {
-                CompletableFuture<Void> staged = agent.read(request.handle(), offset, length);
-                hit &= staged.isDone();
-                staged.get(DEADLINE_NANOS, TimeUnit.NANOSECONDS);
-                List<StagedChunk> pinned = pin(file, offset, length);
-                if (pinned == null) {
-                    continue; // evicted before it could be pinned: stage it again
-                }
-                try {
-                    out.read(unique, reply -> write(reply, pinned, offset, length));
-                } finally {
-                    pinned.forEach(view::release);
-                }
-                return new Message.Answered(length, hit ? chunks : 0, hit ? 0 : chunks);
+            staged.join();
+            List<StagedChunk> pinned = pin(range.file(), range.offset(), range.length());
+            if (pinned == null) {
+                slow.execute(() -> done.accept(restage(range)));
+                return null;
             }
-            return new Message.Failed(Errno.EIO, "chunk of " + file.key() + " evicted before it could be read "
+            return reply(range, pinned, hit);
+        } catch (CompletionException e) {
+            return failed(e.getCause());
+        } catch (RuntimeException e) {
+            return failed(e);
+        }
+    }
+
+    /** Stages and pins again, waiting, for a range whose chunk was evicted before it could be pinned. */
+    private Message restage(Range range) {
+        try {
+            for (int attempt = 1; attempt < MAX_RESTAGE; attempt++) {
+                agent.read(range.handle(), range.offset(), range.length()).get(DEADLINE_NANOS, TimeUnit.NANOSECONDS);
+                List<StagedChunk> pinned = pin(range.file(), range.offset(), range.length());
+                if (pinned != null) {
+                    return reply(range, pinned, false);
+                }
+            }
+            return new Message.Failed(Errno.EIO, "chunk of " + range.file().key() + " evicted before it could be read "
                     + MAX_RESTAGE + " times (staging region too small for the readers?)");
         } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            return new Message.Failed(cause instanceof ErrnoException errno ? errno.errno() : Errno.EIO, String.valueOf(cause.getMessage()));
-        } catch (TimeoutException e) {
-            return new Message.Failed(Errno.EIO, "staging " + file.key() + " took longer than "
-                    + TimeUnit.NANOSECONDS.toSeconds(DEADLINE_NANOS) + " s");
+            return failed(e.getCause());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return new Message.Failed(Errno.EIO, "interrupted");
-        } catch (RuntimeException e) {
-            return new Message.Failed(e instanceof ErrnoException errno ? errno.errno() : Errno.EIO, e.toString());
+        } catch (TimeoutException | RuntimeException e) {
+            return failed(e);
         }
+    }
+
+    /** Sends the reply from the pinned chunks and lets them go. */
+    private Message reply(Range range, List<StagedChunk> pinned, boolean hit) {
+        try {
+            replies.read(range.unique(), reply -> write(reply, pinned, range.offset(), range.length()));
+        } finally {
+            pinned.forEach(view::release);
+        }
+        int chunks = pinned.size();
+        return new Message.Answered(range.length(), hit ? chunks : 0, hit ? 0 : chunks);
+    }
+
+    private static Message.Failed failed(Throwable cause) {
+        if (cause instanceof TimeoutException) {
+            return new Message.Failed(Errno.EIO, "staging took longer than " + TimeUnit.NANOSECONDS.toSeconds(DEADLINE_NANOS) + " s");
+        }
+        return new Message.Failed(cause instanceof ErrnoException errno ? errno.errno() : Errno.EIO, String.valueOf(cause.getMessage()));
     }
 
     /** Pins every chunk of the range; null (and nothing pinned) when one is not staged. */

@@ -154,7 +154,9 @@ public final class SocketLink implements AgentLink {
             StagingView view = StagingView.attach(new StagingConfig(Path.of(l.directory()), l.capacity(), l.pageSize(),
                     l.segmentSize(), deadline), l.pagesInPlace());
             Connection connection = new Connection(channel, wire, view, Path.of(l.directory()));
-            Thread.ofVirtual().name("os2g-link-replies").start(connection::readReplies);
+            // a platform thread blocks in read(2) itself: on a virtual one every wait for an answer is a
+            // trip through the JDK's poller, which cost the shim more CPU than the answers themselves
+            Thread.ofPlatform().daemon().name("os2g-link-replies").start(connection::readReplies);
             lendTo(connection);
             return connection;
         } catch (IOException | RuntimeException e) {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.os2g.Errno;
 import io.os2g.link.AgentServer;
@@ -116,6 +117,30 @@ class SplitModeTest {
             assertArrayEquals(body, got);
             assertTrue(link.agentStats().contains("\"gets\""));
             link.release(handle);
+        }
+    }
+
+    @Test
+    void aSplitMountsReadsAreAnsweredByTheAgentOnTheLentDeviceWithTheSameBytes() throws Exception {
+        assumeTrue(Files.isWritable(Path.of("/dev/fuse")) && "root".equals(System.getProperty("user.name")), "needs root and /dev/fuse");
+        byte[] body = S3Fixture.bytes(3 * (1 << 20) + 1000, 11);
+        s3.put("data", "dir/big.bin", body);
+        Path mnt = Files.createDirectory(tmp.resolve("mnt"));
+        Gateway gateway = MountCommand.mountWithAgent(MountCommand.parse("data", mnt.toString(), "--agent", "unix:" + socket,
+                "--chunk-size", "1M").config());
+        try {
+            assertArrayEquals(body, Files.readAllBytes(mnt.resolve("dir/big.bin")));
+            try (var channel = java.nio.channels.FileChannel.open(mnt.resolve("dir/big.bin"))) {
+                java.nio.ByteBuffer across = java.nio.ByteBuffer.allocate(300_000); // over a chunk boundary
+                assertEquals(300_000, channel.read(across, (2 << 20) - 150_000));
+                assertArrayEquals(java.util.Arrays.copyOfRange(body, (2 << 20) - 150_000, (2 << 20) + 150_000), across.array());
+            }
+            java.util.Map<String, Object> stats = io.os2g.metrics.Stats.parse(Files.readString(mnt.resolve(".os2g/stats")));
+            long served = ((Number) stats.get("bytes_served")).longValue();
+            assertTrue(served >= body.length, stats.toString());
+            assertEquals(served, ((Number) stats.get("bytes_answered_by_agent")).longValue(), "every READ answered by the agent");
+        } finally {
+            gateway.close();
         }
     }
 
