@@ -171,10 +171,12 @@ final class Gateway implements AutoCloseable {
                 metricsServer = ServiceOptions.serveMetrics(config.metricsAddress(), PrometheusMetrics.forMount(metrics,
                         getSeconds == null ? null : backend::counters, getSeconds));
             }
-            mount.start(fs);
-            if (link instanceof SocketLink split) {
-                split.lend(mount.device()); // the agent answers READs itself from here on, where it can
-            }
+            // split mode: the agent answers READs itself from the first one on, where it can
+            mount.start(fs, device -> {
+                if (link instanceof SocketLink split) {
+                    split.lend(device);
+                }
+            });
         } catch (RuntimeException e) {
             close();
             throw e;

@@ -46,6 +46,15 @@ public final class FuseMount {
 
     /** Mounts and starts serving; the kernel answers on the mount point when this returns. */
     public void start(Os2gFileSystem fs) {
+        start(fs, device -> { });
+    }
+
+    /**
+     * As {@link #start(Os2gFileSystem)}, handing the mount's /dev/fuse descriptor to {@code beforeServing}
+     * before the first request is served (to lend it to an agent that answers READs: no READ can come
+     * before it has it).
+     */
+    public void start(Os2gFileSystem fs, java.util.function.IntConsumer beforeServing) {
         String source = "os2g";
         String subtype = "os2g";
         List<String> kernel = new ArrayList<>();
@@ -76,6 +85,7 @@ public final class FuseMount {
             int gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).intValue();
             int device = FuseMounter.mount(mountPoint, source, subtype, String.join(",", kernel), uid, gid);
             session = new FuseSession(device, fs, THREADS, timeouts);
+            beforeServing.accept(device);
             session.start();
         } catch (IOException | RuntimeException e) {
             throw new MountException("mount at " + mountPoint + " failed: " + e.getMessage(), e);
@@ -107,14 +117,6 @@ public final class FuseMount {
         } catch (IOException | RuntimeException e) {
             LOG.debug("kernel readahead of {} left at its default: {}", mountPoint, e.toString());
         }
-    }
-
-    /** The mount's /dev/fuse descriptor (to lend to an agent that answers READs); valid while mounted. */
-    public int device() {
-        if (session == null) {
-            throw new IllegalStateException("not mounted");
-        }
-        return session.device();
     }
 
     /** Blocks until the mount goes away (fusermount -u, umount, or {@link #unmount}). */

@@ -370,7 +370,7 @@ public final class SocketLink implements AgentLink {
             connection.call(new Message.Lend());
             connection.answers = true;
             LOG.debug("the agent at unix:{} answers this mount's reads", socket);
-        } catch (IOException | LinkException e) {
+        } catch (IOException | RuntimeException e) { // never a failed mount: the shim can answer its reads itself
             LOG.info("the agent at unix:{} does not answer reads itself ({}); the shim answers them", socket, e.getMessage());
         }
     }
