@@ -175,7 +175,7 @@ public final class AgentServer implements AutoCloseable {
                 if (answerer == null) {
                     reply(wire, id, new Message.Failed(Errno.EIO, "this session answers no reads"));
                 } else {
-                    answerer.answer(answer.request(), answer.unique(), message -> reply(wire, id, message), threads);
+                    answerer.answer(answer.request(), answer.unique(), message -> replySoon(wire, id, message), threads);
                 }
             }
             case Message.Release release -> agent.release(release.handle());
@@ -192,6 +192,15 @@ public final class AgentServer implements AutoCloseable {
         Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
         int errno = cause instanceof ErrnoException e ? e.errno() : Errno.EIO;
         return new Message.Failed(errno, String.valueOf(cause.getMessage()));
+    }
+
+    /** A READ's answer: the shim waits on it for its counters and deadline only, so it may go with others. */
+    private static void replySoon(Wire wire, long id, Message message) {
+        try {
+            wire.sendSoon(id, message);
+        } catch (IOException e) {
+            // the shim is gone; its reader ends the session
+        }
     }
 
     private static void reply(Wire wire, long id, Message message) {

@@ -44,6 +44,7 @@ public final class SocketLink implements AgentLink {
     /** Inodes hinted and not opened yet: their opens go to the agent at once. */
     private final Set<Long> hinted = ConcurrentHashMap.newKeySet();
     private volatile Connection current;
+    private final AnswerDeadlines deadlines;
     /** The mount's /dev/fuse, lent to each connection's agent; -1 before the mount (or never). */
     private volatile int lentDevice = -1;
     private volatile boolean closed;
@@ -119,6 +120,7 @@ public final class SocketLink implements AgentLink {
         this.socket = socket;
         this.spec = spec;
         this.deadline = deadline;
+        this.deadlines = new AnswerDeadlines(deadline);
     }
 
     /**
@@ -129,7 +131,12 @@ public final class SocketLink implements AgentLink {
      */
     public static SocketLink connect(Path socket, MountSpec spec, Duration deadline) {
         SocketLink link = new SocketLink(socket, spec, deadline);
-        link.current = link.dial();
+        try {
+            link.current = link.dial();
+        } catch (RuntimeException e) {
+            link.deadlines.close();
+            throw e;
+        }
         return link;
     }
 
@@ -288,7 +295,7 @@ public final class SocketLink implements AgentLink {
     @Override
     public CompletableFuture<Void> read(ReadRequest request) {
         return request(request, agentHandle -> new Message.Read(new ReadRequest(agentHandle, request.offset(), request.length()), true),
-                answer -> answer instanceof Message.Done ? null : unexpected("a read", answer));
+                answer -> answer instanceof Message.Done ? null : unexpected("a read", answer), false);
     }
 
     @Override
@@ -301,11 +308,8 @@ public final class SocketLink implements AgentLink {
     @Override
     public CompletableFuture<AnsweredRead> answer(ReadRequest request, long unique) {
         return request(request, agentHandle -> new Message.Answer(new ReadRequest(agentHandle, request.offset(), request.length()), unique),
-                answer -> answer instanceof Message.Answered a ? new AnsweredRead(a.bytes(), a.hits(), a.misses()) : unexpected("a read", answer))
-                .orTimeout(deadline.toNanos(), TimeUnit.NANOSECONDS)
-                .exceptionallyCompose(failure -> CompletableFuture.failedFuture(failure instanceof TimeoutException
-                        ? new LinkException(Errno.EIO, "the agent did not answer a read within " + deadline.toMillis() + " ms")
-                        : failure));
+                answer -> answer instanceof Message.Answered a ? new AnsweredRead(a.bytes(), a.hits(), a.misses()) : unexpected("a read", answer),
+                true);
     }
 
     /**
@@ -313,7 +317,7 @@ public final class SocketLink implements AgentLink {
      * its answer; a Failed answer fails the future with its errno.
      */
     private <T> CompletableFuture<T> request(ReadRequest request, java.util.function.LongFunction<Message> build,
-            java.util.function.Function<Message, T> map) {
+            java.util.function.Function<Message, T> map, boolean bounded) {
         try {
             Connection connection = connection();
             LocalHandle handle = open.get(request.handle());
@@ -332,6 +336,9 @@ public final class SocketLink implements AgentLink {
             }
             // a late answer after a timeout finds no entry; the entry goes with the answer or the timeout
             reply.whenComplete((answer, failure) -> connection.pending.remove(id));
+            if (bounded) {
+                deadlines.watch(reply);
+            }
             return reply.thenApply(answer -> {
                 if (answer instanceof Message.Failed failed) {
                     throw new LinkException(failed.errno(), failed.message());
@@ -445,6 +452,7 @@ public final class SocketLink implements AgentLink {
         if (redialer != null) {
             redialer.interrupt();
         }
+        deadlines.close();
         if (connection != null) {
             try {
                 connection.channel.close();

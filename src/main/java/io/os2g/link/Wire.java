@@ -11,6 +11,9 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Frames of the split-mode protocol: {@code int length, byte type, long id, payload}, big-endian,
@@ -24,10 +27,17 @@ final class Wire {
     /** Bumped whenever a message changes; both ends must agree. */
     static final int VERSION = 6;
     private static final int MAX_FRAME = 256 << 20;
+    static final long SOON_MILLIS = 2;
+    private static final int SOON_MAX_BYTES = 16 * 1024;
+    /** Writes the frames sent soon, for every connection of the process: one daemon thread. */
+    private static final ScheduledExecutorService FLUSHER = Executors.newSingleThreadScheduledExecutor(
+            Thread.ofPlatform().daemon().name("os2g-link-flush").factory());
 
     private final DataInputStream in;
     private final OutputStream out;
     private final Object writeLock = new Object();
+    /** Frames {@link #sendSoon} holds until the flusher writes them; guarded by {@link #writeLock}. */
+    private final ByteArrayOutputStream soon = new ByteArrayOutputStream();
 
     Wire(InputStream in, OutputStream out) {
         this.in = new DataInputStream(new java.io.BufferedInputStream(in, 64 * 1024));
@@ -39,6 +49,55 @@ final class Wire {
     }
 
     void send(long id, Message message) throws IOException {
+        byte[] frame = frame(id, message);
+        synchronized (writeLock) {
+            if (soon.size() > 0) {
+                soon.writeTo(out); // frames sent soon go first: the order on the wire is the order sent
+                soon.reset();
+            }
+            out.write(frame);
+            out.flush();
+        }
+    }
+
+    /**
+     * Sends a frame within {@link #SOON_MILLIS} instead of at once, with the others sent soon in the
+     * meantime: one write, and one wake-up of the peer's reader, for a burst of answers nobody waits on
+     * (the agent's "READ answered" to the shim: the reader has its bytes already).
+     */
+    void sendSoon(long id, Message message) throws IOException {
+        byte[] frame = frame(id, message);
+        boolean first;
+        synchronized (writeLock) {
+            first = soon.size() == 0;
+            soon.write(frame);
+            if (soon.size() >= SOON_MAX_BYTES) {
+                soon.writeTo(out);
+                soon.reset();
+                out.flush();
+                return;
+            }
+        }
+        if (first) {
+            FLUSHER.schedule(this::flushSoon, SOON_MILLIS, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    private void flushSoon() {
+        try {
+            synchronized (writeLock) {
+                if (soon.size() > 0) {
+                    soon.writeTo(out);
+                    soon.reset();
+                    out.flush();
+                }
+            }
+        } catch (IOException e) {
+            // the connection broke: its reader sees it and ends the session
+        }
+    }
+
+    private static byte[] frame(long id, Message message) throws IOException {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream(64);
         DataOutputStream body = new DataOutputStream(bytes);
         body.writeInt(0); // length, filled in below
@@ -52,10 +111,7 @@ final class Wire {
         frame[1] = (byte) (length >>> 16);
         frame[2] = (byte) (length >>> 8);
         frame[3] = (byte) length;
-        synchronized (writeLock) {
-            out.write(frame);
-            out.flush();
-        }
+        return frame;
     }
 
     /** The next frame; EOFException when the peer closed the connection. */

@@ -2,6 +2,7 @@ package io.os2g.link;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.os2g.store.Listing;
 import io.os2g.store.ObjectSummary;
@@ -54,6 +55,26 @@ class WireTest {
             assertEquals(m, frame.message());
         }
         assertThrows(EOFException.class, reader::receive, "the peer hung up");
+    }
+
+    @Test
+    void framesSentSoonArriveTogetherWithinMillisAndBeforeAnyFrameSentAfterThem() throws Exception {
+        ByteArrayOutputStream sent = new ByteArrayOutputStream();
+        Wire writer = new Wire(new ByteArrayInputStream(new byte[0]), sent);
+        writer.sendSoon(1, new Message.Answered(4096, 1, 0));
+        writer.sendSoon(2, new Message.Failed(5, "fetch failed"));
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+        while (sent.size() == 0) {
+            assertTrue(System.nanoTime() < deadline, "frames sent soon were never written");
+            Thread.sleep(1);
+        }
+        writer.sendSoon(3, new Message.Answered(8192, 0, 1));
+        writer.send(4, new Message.Done()); // takes the frame held for soon with it, ahead of itself
+        Wire reader = new Wire(new ByteArrayInputStream(sent.toByteArray()), new ByteArrayOutputStream());
+        for (long id = 1; id <= 4; id++) {
+            assertEquals(id, reader.receive().id());
+        }
+        assertThrows(EOFException.class, reader::receive);
     }
 
     @Test
