@@ -88,16 +88,6 @@ public final class FuseReplies implements AutoCloseable {
         }
     }
 
-    /** Answers request {@code unique} with {@code errno} (when the bytes could not be had). */
-    public boolean error(long unique, int errno) {
-        open.readLock().lock();
-        try {
-            return !closed && error(device, unique, errno);
-        } finally {
-            open.readLock().unlock();
-        }
-    }
-
     /** Answers request {@code unique} with {@code errno}, on the descriptor {@code device}. */
     static boolean error(int device, long unique, int errno) {
         try (Arena arena = Arena.ofConfined()) {
