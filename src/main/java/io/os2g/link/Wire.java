@@ -193,9 +193,7 @@ final class Wire {
                 openRequest(o, op.request());
             }
             case Message.Read r -> {
-                o.writeLong(r.request().handle());
-                o.writeLong(r.request().offset());
-                o.writeLong(r.request().length());
+                readRequest(o, r.request());
                 o.writeBoolean(r.reply());
             }
             case Message.Done d -> {
@@ -203,9 +201,7 @@ final class Wire {
             case Message.Lend l -> {
             }
             case Message.Answer a -> {
-                o.writeLong(a.request().handle());
-                o.writeLong(a.request().offset());
-                o.writeLong(a.request().length());
+                readRequest(o, a.request());
                 o.writeLong(a.unique());
             }
             case Message.Answered a -> {
@@ -264,7 +260,7 @@ final class Wire {
                 yield new Message.Listed(new Listing(prefix, objects, prefixes));
             }
             case 6 -> new Message.Open(i.readLong(), openRequest(i));
-            case 8 -> new Message.Read(new ReadRequest(i.readLong(), i.readLong(), i.readLong()), i.readBoolean());
+            case 8 -> new Message.Read(readRequest(i), i.readBoolean());
             case 9 -> new Message.Done();
             case 10 -> new Message.Failed(i.readInt(), string(i));
             case 11 -> new Message.Release(i.readLong());
@@ -281,10 +277,20 @@ final class Wire {
                 yield new Message.Prefetch(new PrefetchRequest(files, replace, warm));
             }
             case 15 -> new Message.Lend();
-            case 16 -> new Message.Answer(new ReadRequest(i.readLong(), i.readLong(), i.readLong()), i.readLong());
+            case 16 -> new Message.Answer(readRequest(i), i.readLong());
             case 17 -> new Message.Answered(i.readLong(), i.readInt(), i.readInt());
             default -> throw new IOException("unknown message type " + type);
         };
+    }
+
+    private static void readRequest(DataOutputStream o, ReadRequest r) throws IOException {
+        o.writeLong(r.handle());
+        o.writeLong(r.offset());
+        o.writeLong(r.length());
+    }
+
+    private static ReadRequest readRequest(DataInputStream i) throws IOException {
+        return new ReadRequest(i.readLong(), i.readLong(), i.readLong());
     }
 
     private static void openRequest(DataOutputStream o, OpenRequest r) throws IOException {
