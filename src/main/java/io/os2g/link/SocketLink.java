@@ -334,9 +334,9 @@ public final class SocketLink implements AgentLink {
                 lost(connection, e);
                 return CompletableFuture.failedFuture(new LinkException(Errno.EIO, "agent connection lost"));
             }
-            // a late answer after a timeout finds no entry; the entry goes with the answer or the timeout
-            reply.whenComplete((answer, failure) -> connection.pending.remove(id));
             if (bounded) {
+                // the reader drops the entry when the answer comes; one failed by its deadline goes here
+                reply.whenComplete((answer, failure) -> connection.pending.remove(id));
                 deadlines.watch(reply);
             }
             return reply.thenApply(answer -> {
