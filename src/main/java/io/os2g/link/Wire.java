@@ -148,46 +148,11 @@ final class Wire {
 
     private static void write(DataOutputStream o, Message m) throws IOException {
         switch (m) {
-            case Message.Hello h -> {
-                o.writeInt(MAGIC);
-                o.writeInt(h.version());
-                MountSpec s = h.spec();
-                string(o, s.bucket());
-                string(o, s.prefix());
-                o.writeLong(s.stagingSize());
-                o.writeLong(s.chunkSize());
-                o.writeLong(s.maxReadahead());
-                o.writeInt(s.dirPrefetch());
-                o.writeLong(s.metadataTtlSeconds());
-                o.writeBoolean(s.expandTar());
-                o.writeBoolean(s.decompress());
-                o.writeInt(s.gpuDevice());
-            }
-            case Message.Welcome w -> {
-                StagingLayout l = w.layout();
-                string(o, l.directory());
-                o.writeLong(l.capacity());
-                o.writeInt(l.pageSize());
-                o.writeLong(l.segmentSize());
-                o.writeBoolean(l.pagesInPlace());
-            }
+            case Message.Hello h -> hello(o, h);
+            case Message.Welcome w -> layout(o, w.layout());
             case Message.Refused r -> string(o, r.reason());
             case Message.ListPrefix l -> string(o, l.prefix());
-            case Message.Listed l -> {
-                Listing listing = l.listing();
-                string(o, listing.prefix());
-                o.writeInt(listing.objects().size());
-                for (ObjectSummary s : listing.objects()) {
-                    string(o, s.key());
-                    o.writeLong(s.size());
-                    string(o, s.etag());
-                    o.writeLong(s.lastModifiedMillis());
-                }
-                o.writeInt(listing.commonPrefixes().size());
-                for (String p : listing.commonPrefixes()) {
-                    string(o, p);
-                }
-            }
+            case Message.Listed l -> listing(o, l.listing());
             case Message.Open op -> {
                 o.writeLong(op.handle());
                 openRequest(o, op.request());
@@ -217,48 +182,17 @@ final class Wire {
             case Message.Stats s -> {
             }
             case Message.StatsReply s -> string(o, s.json());
-            case Message.Prefetch p -> {
-                o.writeBoolean(p.request().replace());
-                o.writeBoolean(p.request().warm());
-                o.writeInt(p.request().files().size());
-                for (OpenRequest r : p.request().files()) {
-                    openRequest(o, r);
-                }
-            }
+            case Message.Prefetch p -> prefetch(o, p.request());
         }
     }
 
     private static Message read(byte type, DataInputStream i) throws IOException {
         return switch (type) {
-            case 1 -> {
-                int magic = i.readInt();
-                if (magic != MAGIC) {
-                    throw new IOException("not an os2g peer (magic " + Integer.toHexString(magic) + ")");
-                }
-                int version = i.readInt();
-                if (version != VERSION) {
-                    yield new Message.Hello(version, null); // the rest is another version's: not read
-                }
-                yield new Message.Hello(version, new MountSpec(string(i), string(i), i.readLong(), i.readLong(),
-                        i.readLong(), i.readInt(), i.readLong(), i.readBoolean(), i.readBoolean(), i.readInt()));
-            }
-            case 2 -> new Message.Welcome(new StagingLayout(string(i), i.readLong(), i.readInt(), i.readLong(), i.readBoolean()));
+            case 1 -> hello(i);
+            case 2 -> new Message.Welcome(layout(i));
             case 3 -> new Message.Refused(string(i));
             case 4 -> new Message.ListPrefix(string(i));
-            case 5 -> {
-                String prefix = string(i);
-                int n = count(i);
-                List<ObjectSummary> objects = new ArrayList<>(n);
-                for (int k = 0; k < n; k++) {
-                    objects.add(new ObjectSummary(string(i), i.readLong(), string(i), i.readLong()));
-                }
-                int p = count(i);
-                List<String> prefixes = new ArrayList<>(p);
-                for (int k = 0; k < p; k++) {
-                    prefixes.add(string(i));
-                }
-                yield new Message.Listed(new Listing(prefix, objects, prefixes));
-            }
+            case 5 -> new Message.Listed(listing(i));
             case 6 -> new Message.Open(i.readLong(), openRequest(i));
             case 8 -> new Message.Read(readRequest(i), i.readBoolean());
             case 9 -> new Message.Done();
@@ -266,21 +200,106 @@ final class Wire {
             case 11 -> new Message.Release(i.readLong());
             case 12 -> new Message.Stats();
             case 13 -> new Message.StatsReply(string(i));
-            case 14 -> {
-                boolean replace = i.readBoolean();
-                boolean warm = i.readBoolean();
-                int n = count(i);
-                List<OpenRequest> files = new ArrayList<>(Math.min(n, 4096));
-                for (int k = 0; k < n; k++) {
-                    files.add(openRequest(i));
-                }
-                yield new Message.Prefetch(new PrefetchRequest(files, replace, warm));
-            }
+            case 14 -> new Message.Prefetch(prefetch(i));
             case 15 -> new Message.Lend();
             case 16 -> new Message.Answer(readRequest(i), i.readLong());
             case 17 -> new Message.Answered(i.readLong(), i.readInt(), i.readInt());
             default -> throw new IOException("unknown message type " + type);
         };
+    }
+
+    // Each message with more than a few fields has its own pair of methods: write and read stay small,
+    // so the JIT compiles the frames a workload sends (a READ's), not every message of the protocol.
+
+    private static void hello(DataOutputStream o, Message.Hello h) throws IOException {
+        o.writeInt(MAGIC);
+        o.writeInt(h.version());
+        MountSpec s = h.spec();
+        string(o, s.bucket());
+        string(o, s.prefix());
+        o.writeLong(s.stagingSize());
+        o.writeLong(s.chunkSize());
+        o.writeLong(s.maxReadahead());
+        o.writeInt(s.dirPrefetch());
+        o.writeLong(s.metadataTtlSeconds());
+        o.writeBoolean(s.expandTar());
+        o.writeBoolean(s.decompress());
+        o.writeInt(s.gpuDevice());
+    }
+
+    private static Message.Hello hello(DataInputStream i) throws IOException {
+        int magic = i.readInt();
+        if (magic != MAGIC) {
+            throw new IOException("not an os2g peer (magic " + Integer.toHexString(magic) + ")");
+        }
+        int version = i.readInt();
+        if (version != VERSION) {
+            return new Message.Hello(version, null); // the rest is another version's: not read
+        }
+        return new Message.Hello(version, new MountSpec(string(i), string(i), i.readLong(), i.readLong(),
+                i.readLong(), i.readInt(), i.readLong(), i.readBoolean(), i.readBoolean(), i.readInt()));
+    }
+
+    private static void layout(DataOutputStream o, StagingLayout l) throws IOException {
+        string(o, l.directory());
+        o.writeLong(l.capacity());
+        o.writeInt(l.pageSize());
+        o.writeLong(l.segmentSize());
+        o.writeBoolean(l.pagesInPlace());
+    }
+
+    private static StagingLayout layout(DataInputStream i) throws IOException {
+        return new StagingLayout(string(i), i.readLong(), i.readInt(), i.readLong(), i.readBoolean());
+    }
+
+    private static void listing(DataOutputStream o, Listing listing) throws IOException {
+        string(o, listing.prefix());
+        o.writeInt(listing.objects().size());
+        for (ObjectSummary s : listing.objects()) {
+            string(o, s.key());
+            o.writeLong(s.size());
+            string(o, s.etag());
+            o.writeLong(s.lastModifiedMillis());
+        }
+        o.writeInt(listing.commonPrefixes().size());
+        for (String p : listing.commonPrefixes()) {
+            string(o, p);
+        }
+    }
+
+    private static Listing listing(DataInputStream i) throws IOException {
+        String prefix = string(i);
+        int n = count(i);
+        List<ObjectSummary> objects = new ArrayList<>(n);
+        for (int k = 0; k < n; k++) {
+            objects.add(new ObjectSummary(string(i), i.readLong(), string(i), i.readLong()));
+        }
+        int p = count(i);
+        List<String> prefixes = new ArrayList<>(p);
+        for (int k = 0; k < p; k++) {
+            prefixes.add(string(i));
+        }
+        return new Listing(prefix, objects, prefixes);
+    }
+
+    private static void prefetch(DataOutputStream o, PrefetchRequest p) throws IOException {
+        o.writeBoolean(p.replace());
+        o.writeBoolean(p.warm());
+        o.writeInt(p.files().size());
+        for (OpenRequest r : p.files()) {
+            openRequest(o, r);
+        }
+    }
+
+    private static PrefetchRequest prefetch(DataInputStream i) throws IOException {
+        boolean replace = i.readBoolean();
+        boolean warm = i.readBoolean();
+        int n = count(i);
+        List<OpenRequest> files = new ArrayList<>(Math.min(n, 4096));
+        for (int k = 0; k < n; k++) {
+            files.add(openRequest(i));
+        }
+        return new PrefetchRequest(files, replace, warm);
     }
 
     private static void readRequest(DataOutputStream o, ReadRequest r) throws IOException {
