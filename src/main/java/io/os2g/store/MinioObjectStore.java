@@ -62,9 +62,12 @@ public final class MinioObjectStore implements ObjectStore {
         dispatcher.setMaxRequests(config.maxConnections());
         dispatcher.setMaxRequestsPerHost(config.maxConnections());
         OkHttpClient base = new OkHttpClient.Builder()
+                .socketFactory(new BufferedSocketFactory())
                 .connectTimeout(CONNECT_TIMEOUT)
-                .readTimeout(call)
-                .writeTimeout(call)
+                // the call's deadline bounds it whole, body included; a read or write timeout as well
+                // would put each 8 KiB socket read into okio's timeout queue and take it out again
+                .readTimeout(Duration.ZERO)
+                .writeTimeout(Duration.ZERO)
                 .callTimeout(call)
                 // os2g retries itself, with backoff and a count it can report
                 .retryOnConnectionFailure(false)

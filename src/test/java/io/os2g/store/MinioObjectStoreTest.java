@@ -64,6 +64,25 @@ class MinioObjectStoreTest {
     }
 
     @Test
+    void rangesLargerThanASocketReadAreExactOneAfterAnotherOnOneConnection() throws Exception {
+        byte[] body = S3Fixture.bytes(3 << 20, 7);
+        s3.put("data", "big", body);
+        long[][] ranges = {{0, 3 << 20}, {1, 1}, {BufferedSocketFactory.BUFFER - 3, 2 * BufferedSocketFactory.BUFFER + 5},
+                {(3 << 20) - 100_000, 100_000}, {12_345, 700_001}};
+        try (MinioObjectStore store = s3.store("data")) {
+            String etag = store.list("").objects().getFirst().etag();
+            for (long[] range : ranges) {
+                int length = (int) range[1];
+                byte[] got = new byte[length];
+                store.read("big", range[0], length, etag, in -> assertEquals(length, in.readNBytes(got, 0, length)));
+                byte[] expected = new byte[length];
+                System.arraycopy(body, (int) range[0], expected, 0, length);
+                assertArrayEquals(expected, got, "range " + range[0] + " +" + length);
+            }
+        }
+    }
+
+    @Test
     void aChangedObjectFailsTheIfMatch() throws Exception {
         s3.put("data", "obj", S3Fixture.bytes(1000, 1));
         try (MinioObjectStore store = s3.store("data")) {

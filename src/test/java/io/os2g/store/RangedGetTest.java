@@ -3,6 +3,7 @@ package io.os2g.store;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
 import io.os2g.support.S3Fixture;
@@ -12,11 +13,14 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.gaul.s3proxy.junit.S3ProxyExtension;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The reads' own GET path: signatures over odd keys, and answers that are not the range asked for. */
@@ -91,6 +95,38 @@ class RangedGetTest {
             StoreException e = assertThrows(StoreException.class, () -> store.read("k", 0, 3, "", in -> in.readNBytes(3)));
             assertEquals(StoreException.Kind.UNAVAILABLE, e.kind());
             assertEquals(3, requests.get());
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void aBodyThatStallsFailsWithinTheCallDeadline() throws Exception {
+        CountDownLatch released = new CountDownLatch(1);
+        server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        server.setExecutor(Executors.newCachedThreadPool());
+        server.createContext("/", exchange -> {
+            exchange.sendResponseHeaders(200, 1000);
+            OutputStream out = exchange.getResponseBody();
+            out.write(new byte[10]);
+            out.flush();
+            try {
+                released.await(); // the other 990 bytes never come
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            exchange.close();
+        });
+        server.start();
+        RetryPolicy retry = new RetryPolicy(2, Duration.ofMillis(5), Duration.ofMillis(20), Duration.ofMillis(500));
+        StoreConfig config = new StoreConfig(URI.create("http://127.0.0.1:" + server.getAddress().getPort()),
+                "us-east-1", "data", new Credentials("id", "secret", null), false, retry, 4, Tls.SYSTEM);
+        try (MinioObjectStore store = new MinioObjectStore(config)) {
+            long t0 = System.nanoTime();
+            assertThrows(StoreException.class, () -> store.read("k", 0, 1000, "", in -> in.readNBytes(1000)));
+            // each attempt ends at its call deadline (the server never finishes): no hang
+            assertTrue(Duration.ofNanos(System.nanoTime() - t0).compareTo(retry.deadline().plusSeconds(2)) < 0);
+        } finally {
+            released.countDown();
         }
     }
 
