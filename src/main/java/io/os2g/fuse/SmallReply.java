@@ -8,8 +8,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A serving thread's reply to every request but a READ ({@link PipedReply} builds those): the out
- * header and a body of up to 4 KiB in native memory, or the header and a separate data buffer, written
- * to /dev/fuse with one writev. One request at a time: {@link #start} each time.
+ * header and a small struct in native memory, or the header and a separate data buffer, written to
+ * /dev/fuse with one writev. One request at a time: {@link #start} each time.
  */
 final class SmallReply {
 
@@ -17,7 +17,8 @@ final class SmallReply {
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     static final int HEADER = 16;
-    static final int BODY = 4096 - HEADER;
+    /** Room for the largest struct a reply carries (fuse_entry_out, 128 bytes), zeroed per request. */
+    static final int BODY = 240;
 
     private final int device;
     private final MemorySegment out;
@@ -32,7 +33,7 @@ final class SmallReply {
         this.iov = arena.allocate(32, 8);
     }
 
-    /** Begins the reply to request {@code unique}, with a zeroed body. */
+    /** Begins the reply to request {@code unique}, with a zeroed body (unused fields stay 0). */
     void start(long unique) {
         this.unique = unique;
         out.fill((byte) 0);
