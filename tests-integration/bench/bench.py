@@ -221,14 +221,15 @@ def main():
                 agent_pid = target.agent_proc.pid if target.agent_proc is not None else 0
                 try:
                     agent_cpu0 = cpu_seconds(agent_pid) if agent_pid else 0
-                    r = subprocess.run([PY, str(HERE / "workloads.py"), str(root), str(pid), *args, "--server-pid", str(a.server_pid)],
+                    r = subprocess.run([PY, str(HERE / "workloads.py"), str(root), str(pid), *args, "--server-pid", str(a.server_pid),
+                                        "--agent-pid", str(agent_pid)],
                                        capture_output=True, text=True, timeout=WORKLOAD_TIMEOUT_S)
                     if r.returncode != 0:
                         row = {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"}
                     else:
                         row = json.loads(r.stdout.strip().splitlines()[-1])
-                        if agent_pid:
-                            row["agent_cpu_s"] = cpu_seconds(agent_pid) - agent_cpu0
+                        if agent_pid:  # listing and warm-up reads included; the measured interval's is agent_cpu_s
+                            row["agent_cpu_workload_s"] = cpu_seconds(agent_pid) - agent_cpu0
                 except subprocess.TimeoutExpired:
                     row = {"error": f"timed out after {WORKLOAD_TIMEOUT_S} s"}
                 finally:

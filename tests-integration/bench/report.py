@@ -47,8 +47,12 @@ def cpu_per_gib(row, epoch=0):
     return source["gateway_cpu_s"] / (b / GIB)
 
 
-def agent_cpu_per_gib(row):
-    """Split mode: the agent process's CPU over the whole workload (both epochs), per GiB read."""
+def agent_cpu_per_gib(row, epoch=0):
+    """Split mode: the agent process's CPU over the measured interval (as the gateway's), per GiB read.
+    Results from before the interval was metered carry only the whole workload's (both epochs, listing)."""
+    source = row["epochs"][epoch] if "epochs" in row and epoch < len(row["epochs"]) else row
+    if "agent_cpu_s" in source and source.get("bytes"):
+        return source["agent_cpu_s"] / (source["bytes"] / GIB)
     if "agent_cpu_s" not in row:
         return None
     b = sum(e.get("bytes", 0) for e in row["epochs"]) if "epochs" in row else row.get("bytes")
@@ -112,7 +116,7 @@ def tables(meta, rows):
                     continue
                 v = value(r, key, epoch)
                 c = cpu_per_gib(r, epoch)
-                a = agent_cpu_per_gib(r)
+                a = agent_cpu_per_gib(r, epoch)
                 rss = r.get("gateway_peak_rss_bytes", 0) / (1 << 20)
                 rp, rl = ratio(v, best_peer, higher), ratio(v, local, higher)
                 fmt = (lambda x: f"{x:.2f}") if unit == "s" else (lambda x: f"{x:,.0f}")
@@ -136,7 +140,7 @@ the mounts' requests over every small file until its JIT compilers are quiet: {m
 the dataset is seeded through the S3 API. Every (target, workload)
 pair runs on a fresh mount after the page cache is dropped, with the same reader code
 (`tests-integration/bench/workloads.py`). "gateway CPU" is the mount process's utime + stime from
-/proc over the workload (for os2g-split: the shim's; the agent's, over both epochs, has its own
+/proc over the workload (for os2g-split: the shim's; the agent's, over the same interval, has its own
 column); "S3 server CPU" the server's over the same interval (it shares this machine's cores with the
 mount and the readers: the local copy's row shows it idle); "stolen" the CPU seconds the hypervisor took
 from this machine meanwhile (/proc/stat steal: time neither the readers nor the mount got; rows with much of it

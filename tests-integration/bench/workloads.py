@@ -1,9 +1,9 @@
 """Benchmark workloads, run against a mounted directory. Each prints one JSON line with its numbers, the
 gateway process's CPU seconds (utime + stime from /proc) and peak RSS (VmHWM), and over the same
-interval the S3 server's CPU seconds (it shares this machine's cores) and the CPU seconds the
-hypervisor stole from this machine (/proc/stat: a noisy neighbour, not the workload).
+interval the split-mode agent's CPU seconds, the S3 server's (it shares this machine's cores) and the
+CPU seconds the hypervisor stole from this machine (/proc/stat: a noisy neighbour, not the workload).
 
-    workloads.py MOUNT GATEWAY_PID WORKLOAD [--readers N] [--server-pid PID]
+    workloads.py MOUNT GATEWAY_PID WORKLOAD [--readers N] [--server-pid PID] [--agent-pid PID]
 """
 
 import argparse
@@ -36,18 +36,20 @@ def steal_seconds():
 
 
 class Meter:
-    """CPU over one measured interval: the gateway's, the S3 server's, and what the hypervisor stole."""
+    """CPU over one measured interval: the gateway's, the agent's (split mode), the S3 server's, and what
+    the hypervisor stole."""
 
-    def __init__(self, pid, server_pid):
-        self.pid, self.server_pid = pid, server_pid
+    def __init__(self, a):
+        self.pid, self.server_pid, self.agent_pid = a.pid, a.server_pid, a.agent_pid
         self.start = self._now()
 
     def _now(self):
-        return cpu_seconds(self.pid), cpu_seconds(self.server_pid), steal_seconds()
+        return cpu_seconds(self.pid), cpu_seconds(self.server_pid), steal_seconds(), cpu_seconds(self.agent_pid)
 
     def done(self):
-        gateway, server, steal = (b - a for a, b in zip(self.start, self._now()))
-        return {"gateway_cpu_s": gateway, "server_cpu_s": server, "steal_s": steal}
+        gateway, server, steal, agent = (b - a for a, b in zip(self.start, self._now()))
+        return {"gateway_cpu_s": gateway, "server_cpu_s": server, "steal_s": steal,
+                **({"agent_cpu_s": agent} if self.agent_pid else {})}
 
 
 def peak_rss_bytes(pid):
@@ -104,7 +106,7 @@ def dataloader(a):
         loader = DataLoader(dataset, batch_size=32, num_workers=2, sampler=sampler)
     else:
         loader = DataLoader(Subset(dataset, chosen) if a.limit else dataset, batch_size=32, num_workers=2, shuffle=True)
-    meter = Meter(a.pid, a.server_pid)
+    meter = Meter(a)
     t0 = time.perf_counter()
     samples = 0
     for images, _ in loader:
@@ -128,6 +130,7 @@ def main():
     ap.add_argument("--tar", action="store_true",
                     help="small: read the members of MOUNT/shards/*.tar.d (an os2g --expand-tar mount) instead of MOUNT/small")
     ap.add_argument("--server-pid", type=int, default=0, help="the S3 server's process, when it runs on this machine")
+    ap.add_argument("--agent-pid", type=int, default=0, help="the agent's process of a split-mode mount")
     ap.add_argument("--hint", action="store_true",
                     help="tell the mount the read order first (MOUNT/.os2g/prefetch; nothing on other file systems)")
     a = ap.parse_args()
@@ -145,7 +148,7 @@ def main():
             paths = paths[: a.limit]
         epochs = []
         for epoch in range(a.epochs):
-            meter = Meter(a.pid, a.server_pid)
+            meter = Meter(a)
             hint_seconds = 0.0
             if a.hint:  # counted in the epoch's time
                 t0 = time.perf_counter()
@@ -165,11 +168,11 @@ def main():
             read_whole([large[-1]])  # a file none of the readers reads: the gateway's read path runs once
             with open("/proc/sys/vm/drop_caches", "w") as drop:
                 drop.write("3\n")
-        meter = Meter(a.pid, a.server_pid)
+        meter = Meter(a)
         total, seconds = parallel_read(paths, a.readers)
         result.update(files=len(paths), bytes=total, seconds=seconds, mb_per_s=total / 1e6 / seconds, **meter.done())
     elif a.workload == "walk":
-        meter = Meter(a.pid, a.server_pid)
+        meter = Meter(a)
         t0 = time.perf_counter()
         count = 0
         for d, _, names in os.walk(os.path.join(a.mount, a.tree)):
@@ -183,7 +186,7 @@ def main():
         # the decompressed view where the mount has one (os2g --decompress), else `zstd -dc` of the object
         compressed = os.path.join(a.mount, "zst", "text-1g.jsonl.zst")
         plain = compressed[: -len(".zst")]
-        meter = Meter(a.pid, a.server_pid)
+        meter = Meter(a)
         t0 = time.perf_counter()
         if os.path.exists(plain):
             total = read_whole([plain])
