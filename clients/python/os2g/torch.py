@@ -2,11 +2,11 @@
 
 os2g stages each file it serves in shared-memory segment files. A file of a mount can be leased: os2g
 stages it whole, pins it, and says where its bytes lie (``user.os2g.extents``, or ``MOUNT/.os2g/extents``
-for files with too many extents for an xattr). ``load_to_gpu`` maps those segments (once per process),
-registers the mappings with CUDA on a mount started with ``--gpu`` (page-locked: the copy is a DMA, not a
-bounce through a pinned buffer; other mounts replace the pages they reuse, which a registration would
-not follow), and copies each extent into one GPU tensor with non-blocking copies on one stream; the lease
-ends when the copies have finished. On a machine without CUDA, or for a file that is not on an os2g
+for files with too many extents for an xattr). ``load_to_gpu`` maps those segments and registers the
+mappings with CUDA (once per process; page-locked, so a copy is a DMA, not a bounce through a pinned
+buffer; os2g reuses staging pages where they are, so a registration stays valid), and copies each
+extent into one GPU tensor with non-blocking copies on one stream; the lease ends when the copies have
+finished. On a machine without CUDA, or for a file that is not on an os2g
 mount, it falls back to ``read()``: the bytes are the same either way.
 
     from os2g.torch import load_to_gpu, collate_to_gpu
@@ -33,7 +33,8 @@ EXTENTS_XATTR = "user.os2g.extents"
 _CUDA_HOST_REGISTER_READ_ONLY = 0x08
 
 _lock = threading.Lock()
-_segments = {}  # segment file -> its read-only mapping as a CPU uint8 tensor (registered with CUDA on --gpu mounts)
+_segments = {}  # segment file -> its read-only mapping as a CPU uint8 tensor
+_registered = set()  # segment files whose mapping is registered with CUDA (the first CUDA copy from them did it)
 
 
 class Lease:
@@ -60,9 +61,6 @@ class Lease:
         self.size = info["size"]
         self.etag = info["etag"]
         self.extents = [(e[0], e[1], e[2]) for e in info["extents"]]
-        # False: the region gives reused pages back and takes fresh ones (the mount has no --gpu), so
-        # a mapping must not be registered with CUDA: the registration would keep the old pages
-        self.pages_in_place = info.get("pages_in_place", False)
 
     def _ask_control_file(self, path):
         """Too many extents for an xattr: the control file's query, which holds a lease of its own."""
@@ -94,7 +92,7 @@ class Lease:
 
 
 def _segment(path, register):
-    """The segment mapped read-only, as a CPU uint8 tensor; registered with CUDA once if `register` and CUDA is there."""
+    """The segment mapped read-only, as a CPU uint8 tensor; registered with CUDA the first time `register` is asked."""
     with _lock:
         tensor = _segments.get(path)
         if tensor is None:
@@ -103,11 +101,12 @@ def _segment(path, register):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # "not writable": it is only ever read
                 tensor = torch.frombuffer(mapping, dtype=torch.uint8)
-            if register and torch.cuda.is_available():
-                # page-locked and mapped for the device: copies from it are DMA; if the driver refuses
-                # (an old driver without read-only registration), copies still work, through a bounce
-                torch.cuda.cudart().cudaHostRegister(tensor.data_ptr(), tensor.numel(), _CUDA_HOST_REGISTER_READ_ONLY)
             _segments[path] = tensor
+        if register and path not in _registered and torch.cuda.is_available():
+            # page-locked and mapped for the device: copies from it are DMA; if the driver refuses
+            # (an old driver without read-only registration), copies still work, through a bounce
+            torch.cuda.cudart().cudaHostRegister(tensor.data_ptr(), tensor.numel(), _CUDA_HOST_REGISTER_READ_ONLY)
+            _registered.add(path)
         return tensor
 
 
@@ -122,7 +121,7 @@ def _copy_staged(lease, device, non_blocking):
     out = torch.empty(lease.size, dtype=torch.uint8, device=device)
     position = 0
     for segment, offset, length in lease.extents:
-        source = _segment(segment, lease.pages_in_place)[offset:offset + length]
+        source = _segment(segment, device.type == "cuda")[offset:offset + length]
         out[position:position + length].copy_(source, non_blocking=non_blocking)
         position += length
     if position != lease.size:

@@ -138,7 +138,7 @@ final class AgentSessions implements AgentSession.Factory {
         @Override
         public StagingLayout layout() {
             StagingConfig c = region.config();
-            return new StagingLayout(c.directory().toString(), c.capacity(), c.pageSize(), c.segmentSize(), region.pagesInPlace());
+            return new StagingLayout(c.directory().toString(), c.capacity(), c.pageSize(), c.segmentSize());
         }
 
         @Override

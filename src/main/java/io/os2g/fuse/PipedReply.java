@@ -5,6 +5,8 @@ import io.os2g.ErrnoException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * One session thread's {@link ReadReply}: the reply is assembled in a pipe (its header written, the
@@ -31,6 +33,8 @@ final class PipedReply implements ReadReply, AutoCloseable {
     private long expected;
     private long appended;
     private boolean delegated;
+    /** What waits for this pipe to refer to no file page (see {@link #whenDone}). */
+    private final List<Runnable> whenDone = new ArrayList<>(2);
 
     PipedReply(int device, FuseSession session) {
         this.device = device;
@@ -66,6 +70,7 @@ final class PipedReply implements ReadReply, AutoCloseable {
     }
 
     void start(long requestUnique) {
+        done(); // a caller that registered after the last send or discard
         unique = requestUnique;
         expected = -1;
         appended = 0;
@@ -134,6 +139,23 @@ final class PipedReply implements ReadReply, AutoCloseable {
     }
 
     @Override
+    public void whenDone(Runnable action) {
+        if (expected < 0) {
+            action.run();
+        } else {
+            whenDone.add(action);
+        }
+    }
+
+    /** The pipe holds no file pages now: runs what waited for that, in order. */
+    private void done() {
+        for (int i = 0; i < whenDone.size(); i++) {
+            whenDone.get(i).run();
+        }
+        whenDone.clear();
+    }
+
+    @Override
     public void copy(MemorySegment bytes) {
         checkRoom(bytes.byteSize());
         long done = 0;
@@ -165,7 +187,11 @@ final class PipedReply implements ReadReply, AutoCloseable {
             throw new IllegalStateException("reply of " + appended + " bytes where " + expected + " were begun");
         }
         long n = Native.splice(pipe[0], MemorySegment.NULL, device, HEADER + expected, 0);
-        if (n != HEADER + expected) {
+        // the kernel copied what it took into the reader's pages during the call
+        if (n == HEADER + expected) {
+            expected = -1;
+            done();
+        } else {
             int errno = Native.errno();
             discard(); // whatever the kernel did not take is not sent later as part of another reply
             if (n < 0 && errno == Native.ENOENT) {
@@ -180,14 +206,17 @@ final class PipedReply implements ReadReply, AutoCloseable {
     void discard() {
         Native.close(pipe[0]);
         Native.close(pipe[1]);
-        pipe = open();
         expected = -1;
+        done();
+        pipe = open();
     }
 
     @Override
     public void close() {
         Native.close(pipe[0]);
         Native.close(pipe[1]);
+        expected = -1;
+        done();
         arena.close();
     }
 

@@ -5,7 +5,9 @@ import java.lang.foreign.MemorySegment;
 /**
  * A READ's reply as the file system produces it: {@link #begin} with the length, then the bytes in
  * order, from files (by reference: the kernel copies each page once, into the reader's page cache) or
- * from memory. The bytes are the reply's as soon as a call returns: a file's pages may be reused after.
+ * from memory. Bytes copied in are the reply's as soon as the call returns; bytes spliced in are
+ * references to the file's pages until the reply is sent, so whoever may overwrite those pages waits
+ * for {@link #whenDone}.
  */
 public interface ReadReply {
 
@@ -32,6 +34,12 @@ public interface ReadReply {
 
     /** Drops what this reply holds so far; {@link #begin} again. */
     void restart();
+
+    /**
+     * Runs {@code action} once this reply refers to no file page any more: after it was sent, or
+     * dropped ({@link #restart}, a failure). Runs it at once if no reply is being assembled.
+     */
+    void whenDone(Runnable action);
 
     /**
      * Leaves this READ to be answered by another holder of this mount's /dev/fuse descriptor (another

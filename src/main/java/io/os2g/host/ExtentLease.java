@@ -48,8 +48,6 @@ final class ExtentLease implements AutoCloseable {
         doc.put("size", size);
         doc.put("etag", etag);
         doc.put("extents", extents);
-        // a consumer may register its mapping of the segments with a device only if pages stay put
-        doc.put("pages_in_place", !staging.spliceable());
         try {
             this.description = JSON.writeValueAsString(doc);
         } catch (JsonProcessingException e) {
@@ -58,9 +56,9 @@ final class ExtentLease implements AutoCloseable {
     }
 
     /**
-     * {@code {"size": N, "etag": "...", "extents": [[SEGMENT_FILE, OFFSET, LENGTH], ...], "pages_in_place": B}},
-     * extents in file order; {@code pages_in_place}: the region overwrites pages where they are when it
-     * reuses them (registered with a GPU), so a mapping registered with a device stays valid.
+     * {@code {"size": N, "etag": "...", "extents": [[SEGMENT_FILE, OFFSET, LENGTH], ...]}}, extents in file
+     * order. The region reuses pages where they are, so a mapping of the segments (registered with a
+     * device or not) stays valid after the lease; the bytes in it are the file's only while it holds.
      */
     String json() {
         return description;

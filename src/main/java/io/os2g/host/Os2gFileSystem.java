@@ -254,15 +254,13 @@ public final class Os2gFileSystem implements FuseFileSystem {
         metrics.inFlight(1);
         try {
             reply.begin(length);
-            if (spliceable()) {
-                try {
-                    int n = reader.read(handle, StagedReader.reply(reply), size, offset);
-                    metrics.spliced(n);
-                    return;
-                } catch (StagedReader.TargetRefused refused) {
-                    reply.restart(); // a pipe that could not take it all: copy instead
-                    reply.begin(length);
-                }
+            try {
+                int n = reader.read(handle, StagedReader.reply(reply), size, offset);
+                metrics.spliced(n);
+                return;
+            } catch (StagedReader.TargetRefused refused) {
+                reply.restart(); // a pipe that could not take it all: copy instead
+                reply.begin(length);
             }
             MemorySegment buffer = copyBuffers.get();
             int n = reader.read(handle, StagedReader.memory(buffer), Math.min(size, buffer.byteSize()), offset);
@@ -294,15 +292,6 @@ public final class Os2gFileSystem implements FuseFileSystem {
             RuntimeException e = cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
             delegated.fail(failure("read", handle.file().key(), e).errno());
         });
-    }
-
-    /** Whether reads may be spliced now: the staging region in use replaces the pages it reuses. */
-    private boolean spliceable() {
-        try {
-            return link.staging().spliceable();
-        } catch (RuntimeException agentAway) {
-            return false; // the read itself says why
-        }
     }
 
     @Override

@@ -51,6 +51,11 @@ final class StagedReader {
          * {@code done} on; false when it cannot (a pipe that cannot take them).
          */
         boolean take(StagingView staging, StagedChunk chunk, long offsetInChunk, long done, long count);
+
+        /** Lets the pin on a chunk it was given go once it no longer refers to the chunk's pages. */
+        default void unpin(StagingView staging, StagedChunk chunk) {
+            release(staging, chunk);
+        }
     }
 
     /** Copies into native memory (a buffer the reply then takes): a pread from the segment. */
@@ -62,12 +67,21 @@ final class StagedReader {
     }
 
     /**
-     * Moves into a FUSE reply by page reference, where the region allows it (its reused pages are fresh
-     * ones, so the reply keeps these bytes after the pins go).
+     * Moves into a FUSE reply by page reference; the pins are let go when the reply is sent (the region
+     * reuses pages in place: until then the reply's bytes are the pages themselves).
      */
     static Target reply(ReadReply reply) {
-        return (staging, chunk, offsetInChunk, done, count) -> staging.spliceable()
-                && reply.splice(pipe -> staging.spliceOut(chunk, offsetInChunk, pipe, count), count);
+        return new Target() {
+            @Override
+            public boolean take(StagingView staging, StagedChunk chunk, long offsetInChunk, long done, long count) {
+                return reply.splice(pipe -> staging.spliceOut(chunk, offsetInChunk, pipe, count), count);
+            }
+
+            @Override
+            public void unpin(StagingView staging, StagedChunk chunk) {
+                reply.whenDone(() -> release(staging, chunk));
+            }
+        };
     }
 
     /**
@@ -93,7 +107,7 @@ final class StagedReader {
                 // the agent went away and its region was unmapped under this copy: nothing was returned yet
                 throw new ReadException(Errno.EIO, "staging region unmapped during the read (agent reconnecting)", unmapped);
             } finally {
-                release(staging, staged);
+                target.unpin(staging, staged);
             }
             position += count;
         }

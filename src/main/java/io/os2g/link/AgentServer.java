@@ -131,14 +131,8 @@ public final class AgentServer implements AutoCloseable {
         }
     }
 
-    /**
-     * Where the session takes a lent /dev/fuse to answer READs itself; null where it cannot (a region
-     * whose pages are reused in place cannot be spliced from; a socket path too long).
-     */
+    /** Where the session takes a lent /dev/fuse to answer READs itself; null where it cannot (a socket path too long). */
     private static ReadAnswerer answerer(AgentSession session) {
-        if (!session.view().spliceable()) {
-            return null;
-        }
         try {
             return ReadAnswerer.listen(session.agent(), session.view(), Path.of(session.layout().directory()));
         } catch (IOException | IllegalArgumentException e) {

@@ -159,7 +159,7 @@ public final class SocketLink implements AgentLink {
             }
             StagingLayout l = welcome.layout();
             StagingView view = StagingView.attach(new StagingConfig(Path.of(l.directory()), l.capacity(), l.pageSize(),
-                    l.segmentSize(), deadline), l.pagesInPlace());
+                    l.segmentSize(), deadline));
             Connection connection = new Connection(channel, wire, view, Path.of(l.directory()));
             // a platform thread blocks in read(2) itself: on a virtual one every wait for an answer is a
             // trip through the JDK's poller, which cost the shim more CPU than the answers themselves
@@ -369,7 +369,7 @@ public final class SocketLink implements AgentLink {
 
     private void lendTo(Connection connection) {
         int device = lentDevice;
-        if (device < 0 || !connection.view.spliceable()) {
+        if (device < 0) {
             return;
         }
         try {

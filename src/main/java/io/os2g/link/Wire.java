@@ -25,7 +25,7 @@ final class Wire {
     /** "OS2G": the first bytes of a hello, so a stranger on the socket is told apart from an old version. */
     static final int MAGIC = 0x4f533247;
     /** Bumped whenever a message changes; both ends must agree. */
-    static final int VERSION = 6;
+    static final int VERSION = 7;
     private static final int MAX_FRAME = 256 << 20;
     static final long SOON_MILLIS = 2;
     private static final int SOON_MAX_BYTES = 16 * 1024;
@@ -245,11 +245,10 @@ final class Wire {
         o.writeLong(l.capacity());
         o.writeInt(l.pageSize());
         o.writeLong(l.segmentSize());
-        o.writeBoolean(l.pagesInPlace());
     }
 
     private static StagingLayout layout(DataInputStream i) throws IOException {
-        return new StagingLayout(string(i), i.readLong(), i.readInt(), i.readLong(), i.readBoolean());
+        return new StagingLayout(string(i), i.readLong(), i.readInt(), i.readLong());
     }
 
     private static void listing(DataOutputStream o, Listing listing) throws IOException {

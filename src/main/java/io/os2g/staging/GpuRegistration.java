@@ -28,7 +28,6 @@ public final class GpuRegistration implements AutoCloseable {
 
     /** Registers every segment of {@code region}; {@code readOnly} where this process only reads them. */
     public static GpuRegistration register(CudaDriver cuda, StagingRegion region, boolean readOnly) {
-        region.keepPagesInPlace(); // the device holds these physical pages: reuse must not swap them
         GpuRegistration registration = new GpuRegistration(cuda);
         try {
             for (Path file : region.segmentFiles()) {

@@ -38,7 +38,6 @@ public final class Reservation {
      */
     public void fill(InputStream in) throws IOException {
         StagingRegion region = index.region();
-        region.renewPages(pages); // the pages may have held another chunk that a pipe still refers to
         int pageSize = region.pageSize();
         byte[] buffer = new byte[Math.min(pageSize, Math.max(length, 1))];
         long remaining = length;

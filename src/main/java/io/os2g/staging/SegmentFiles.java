@@ -35,10 +35,7 @@ final class SegmentFiles implements AutoCloseable {
     private static final int EINTR = 4;
     private static final int EAGAIN = 11;
     private static final int ENOSPC = 28;
-    private static final int EOPNOTSUPP = 95;
     private static final int SPLICE_F_NONBLOCK = 2;
-    private static final int FALLOC_FL_KEEP_SIZE = 1;
-    private static final int FALLOC_FL_PUNCH_HOLE = 2;
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
@@ -57,9 +54,6 @@ final class SegmentFiles implements AutoCloseable {
             FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT,
                     ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT),
             Linker.Option.critical(false), Linker.Option.captureCallState("errno"));
-    private static final MethodHandle FALLOCATE = LINKER.downcallHandle(LINKER.defaultLookup().find("fallocate").orElseThrow(),
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG),
-            Linker.Option.captureCallState("errno"));
     private static final MethodHandle CLOSE = LINKER.downcallHandle(LINKER.defaultLookup().find("close").orElseThrow(),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
 
@@ -210,39 +204,6 @@ final class SegmentFiles implements AutoCloseable {
             }
         }
         return done;
-    }
-
-    /**
-     * Takes the pages under {@code [offset, offset + length)} of segment {@code segment} out of the
-     * file (fallocate PUNCH_HOLE): the next write there gets fresh pages, and whoever still holds a
-     * reference to the old ones (a pipe they were spliced into) keeps the bytes it saw. False when the
-     * file system behind the segments cannot punch holes.
-     */
-    boolean discard(int segment, long offset, long length) {
-        enter();
-        try {
-            return discardOpen(segment, offset, length);
-        } finally {
-            exit();
-        }
-    }
-
-    private boolean discardOpen(int segment, long offset, long length) {
-        MemorySegment state = CALL_STATES.get();
-        int result;
-        try {
-            result = (int) FALLOCATE.invokeExact(state, descriptors[segment], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
-        } catch (Throwable t) {
-            throw new StagingException("punching pages out of staging segment " + files.get(segment) + " failed: " + t, t);
-        }
-        if (result == 0) {
-            return true;
-        }
-        int errno = (int) ERRNO.get(state, 0L);
-        if (errno == EOPNOTSUPP) {
-            return false;
-        }
-        throw new StagingException("punching pages out of staging segment " + files.get(segment) + " failed: errno " + errno, null);
     }
 
     /** Counts a transfer in; throws IllegalStateException once the files are closed (the region went away). */

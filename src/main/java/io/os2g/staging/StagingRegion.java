@@ -9,8 +9,6 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The segment files of one staging directory, open for the life of the region. Pages are numbered
@@ -19,15 +17,12 @@ import org.slf4j.LoggerFactory;
  * (a consumer that wants the staged bytes in place). Closing closes the files, unmaps what the region's
  * {@link Arena} mapped (its extent table), and the owner removes the directory.
  *
- * <p>How pages are reused: by default a page freed by eviction is punched out of its segment before it
- * is written again, so the write lands in a fresh page and a reader that spliced the old one into a
- * pipe (and let its pin go before the kernel consumed the pipe) still delivers the bytes it saw. A
- * region registered with a GPU keeps its pages in place instead ({@link #keepPagesInPlace}): the
- * device holds the physical pages, so reuse must overwrite them, and readers copy rather than splice.
+ * <p>How pages are reused: an evicted chunk's pages are overwritten where they are. So a reader that
+ * splices a pinned chunk into a pipe keeps the pin until the pipe's bytes are consumed (a READ's reply
+ * sent to /dev/fuse, which copies them): the page references in a pipe see later writes. A region
+ * registered with a GPU needs nothing more: the device holds these same physical pages.
  */
 public final class StagingRegion implements AutoCloseable {
-
-    private static final Logger LOG = LoggerFactory.getLogger(StagingRegion.class);
 
     private final StagingConfig config;
     private final StagingDirectory directory;
@@ -36,7 +31,6 @@ public final class StagingRegion implements AutoCloseable {
     private final SegmentFiles segments;
     private final int pageShift;
     private final int pagesPerSegment;
-    private volatile boolean pagesInPlace;
 
     /** @param directory the claimed directory, whose segments this creates; null to open an agent's existing ones */
     private StagingRegion(StagingConfig config, StagingDirectory directory) throws IOException {
@@ -60,24 +54,6 @@ public final class StagingRegion implements AutoCloseable {
             files.add(file);
         }
         this.segments = new SegmentFiles(files, directory != null);
-        if (directory != null && !segments.discard(0, 0, config.pageSize())) {
-            // a file system without hole punching (tmpfs and the usual disk file systems have it)
-            LOG.info("{} cannot punch holes: reused staging pages are overwritten in place and reads are copied", config.directory());
-            pagesInPlace = true;
-        }
-    }
-
-    /**
-     * From now on, reused pages are overwritten where they are (see the class comment). Called before
-     * the region stages anything, by the owner that registers it with a GPU, or by a reader whose agent
-     * said so.
-     */
-    public void keepPagesInPlace() {
-        pagesInPlace = true;
-    }
-
-    public boolean pagesInPlace() {
-        return pagesInPlace;
     }
 
     /** Claims the directory and creates the segments. */
@@ -140,26 +116,6 @@ public final class StagingRegion implements AutoCloseable {
      */
     long spliceFromPages(int page, long within, int pipe, long length) {
         return segments.splice(page / pagesPerSegment, offsetInSegment(page) + within, pipe, length);
-    }
-
-    /**
-     * Readies {@code pages} for new bytes: punches them out of their segments (one fallocate per run of
-     * adjacent pages) unless the region keeps its pages in place.
-     */
-    void renewPages(int[] pages) {
-        if (pagesInPlace) {
-            return;
-        }
-        for (int i = 0; i < pages.length; ) {
-            int first = pages[i++];
-            int last = first;
-            while (i < pages.length && adjacent(last, pages[i])) {
-                last = pages[i++];
-            }
-            if (!segments.discard(first / pagesPerSegment, offsetInSegment(first), (long) (last - first + 1) << pageShift)) {
-                throw new StagingException("staging segments in " + config.directory() + " stopped taking hole punches", null);
-            }
-        }
     }
 
     /** Whether pages {@code a} and {@code b = a + 1} lie side by side in one segment file. */

@@ -22,15 +22,9 @@ public final class StagingView implements AutoCloseable {
         this.owned = owned;
     }
 
-    /**
-     * Maps the segments and extent table an agent created in {@code config.directory()}; {@code pagesInPlace}
-     * as the agent's region says (see {@link StagingRegion}).
-     */
-    public static StagingView attach(StagingConfig config, boolean pagesInPlace) {
+    /** Maps the segments and extent table an agent created in {@code config.directory()}. */
+    public static StagingView attach(StagingConfig config) {
         StagingRegion region = StagingRegion.attach(config);
-        if (pagesInPlace) {
-            region.keepPagesInPlace();
-        }
         try {
             return new StagingView(region, ExtentTable.attach(config.directory(), region.arena()), true);
         } catch (IOException | RuntimeException e) {
@@ -68,17 +62,12 @@ public final class StagingView implements AutoCloseable {
 
     /**
      * Moves bytes of a pinned chunk into the pipe {@code pipe} by reference (splice), one call per run
-     * of pages. The pipe keeps the bytes as they are now after the pin is let go, unless the region
-     * keeps its pages in place ({@link #spliceable()}). Returns false when the pipe filled up first (the
-     * bytes moved so far stay in it).
+     * of pages. The pipe refers to the pages, not to a copy: keep the pin until the pipe's bytes are
+     * consumed, or they may be another chunk's by then (see {@link StagingRegion}). Returns false when
+     * the pipe filled up first (the bytes moved so far stay in it).
      */
     public boolean spliceOut(StagedChunk chunk, long offset, int pipe, long length) {
         return forEachRun(chunk, offset, length, (page, within, done, n) -> region.spliceFromPages(page, within, pipe, n) == n);
-    }
-
-    /** Whether readers may splice from this region: its reused pages are fresh ones, never overwritten. */
-    public boolean spliceable() {
-        return !region.pagesInPlace();
     }
 
     /**

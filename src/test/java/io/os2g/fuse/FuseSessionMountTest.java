@@ -39,7 +39,7 @@ class FuseSessionMountTest {
 
     /** "/data.bin" (3 MiB + 123 bytes) and an empty "/sub". */
     /** How TinyFs answers reads of data.bin. */
-    private enum Mode { COPY, SPLICE, PASSTHROUGH, DELEGATE, DELEGATE_FAIL }
+    private enum Mode { COPY, SPLICE, SPLICE_THEN_OVERWRITE, PASSTHROUGH, DELEGATE, DELEGATE_FAIL }
 
     private static final class TinyFs implements FuseFileSystem {
         private final Mode mode;
@@ -111,6 +111,12 @@ class FuseSessionMountTest {
                     reply.begin(to - from);
                     reply.splice(fd, from, to - from);
                 }
+                case SPLICE_THEN_OVERWRITE -> {
+                    // as a staging region reuses pages in place: the spliced pages change once the reply is done
+                    reply.begin(to - from);
+                    reply.splice(fd, from, to - from);
+                    reply.whenDone(() -> overwrite(from, to - from));
+                }
                 case DELEGATE -> {
                     DelegatedRead delegated = reply.delegate();
                     // alternately copied from memory and spliced from the file, as the agent may do
@@ -136,6 +142,14 @@ class FuseSessionMountTest {
 
         @Override
         public void release(long node, long handle) {
+        }
+
+        private void overwrite(long from, int length) {
+            try (var file = java.nio.channels.FileChannel.open(source, java.nio.file.StandardOpenOption.WRITE)) {
+                file.write(java.nio.ByteBuffer.allocate(length), from);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
         }
 
         @Override
@@ -191,6 +205,11 @@ class FuseSessionMountTest {
     }
 
     @Test
+    void aSplicedReplyIsSentBeforeItsPagesAreLetGo() throws Exception {
+        assertTrue(readsThrough(Mode.SPLICE_THEN_OVERWRITE) > 0);
+    }
+
+    @Test
     void readsAnsweredFromAnotherThreadThroughTheSameDescriptorReturnTheBytes() throws Exception {
         assertTrue(readsThrough(Mode.DELEGATE) > 0);
     }
@@ -242,6 +261,10 @@ class FuseSessionMountTest {
                 return fs.reads.get();
             }
             assertArrayEquals(BYTES, Files.readAllBytes(other.resolve("data.bin")));
+            if (mode == Mode.SPLICE_THEN_OVERWRITE) {
+                assertArrayEquals(new byte[BYTES.length], Files.readAllBytes(source), "every spliced page overwritten once its reply was done");
+                return fs.reads.get();
+            }
             try (var channel = java.nio.channels.FileChannel.open(other.resolve("data.bin"))) {
                 java.nio.ByteBuffer middle = java.nio.ByteBuffer.allocate(777_777);
                 assertEquals(777_777, channel.read(middle, 12_345));

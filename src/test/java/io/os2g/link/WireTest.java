@@ -19,7 +19,7 @@ class WireTest {
 
     private static final List<Message> EVERY_KIND = List.of(
             new Message.Hello(Wire.VERSION, new MountSpec("bkt", "train/", 1L << 30, 8 << 20, 64 << 20, 256, -1, true, false, 2)),
-            new Message.Welcome(new StagingLayout("/dev/shm/os2g/a/mount-1", 1L << 30, 65536, 64L << 20, true)),
+            new Message.Welcome(new StagingLayout("/dev/shm/os2g/a/mount-1", 1L << 30, 65536, 64L << 20)),
             new Message.Refused("bucket bkt does not exist"),
             new Message.ListPrefix("train/cat/"),
             new Message.Listed(new Listing("train/", List.of(new ObjectSummary("train/ünï €.jpg", 125_000, "e1", 1700000000000L)),

@@ -83,36 +83,35 @@ class ExtentIndexTest {
     }
 
     @Test
-    void aPipeKeepsTheBytesOfPagesTheRegionReusedSinceUnlessItKeepsPagesInPlace() throws Exception {
-        for (boolean inPlace : new boolean[] {false, true}) {
-            ExtentIndex index = index(2L * PAGE, Duration.ofSeconds(1));
-            org.junit.jupiter.api.Assumptions.assumeTrue(inPlace || !region.pagesInPlace(), "the temp dir's file system cannot punch holes");
-            if (inPlace) {
-                region.keepPagesInPlace();
-            }
-            assertEquals(!inPlace, index.view().spliceable());
-            byte[] first = pattern(2 * PAGE, 1);
-            byte[] second = pattern(2 * PAGE, 2);
-            stage(index, new ChunkKey(1, 0), "e", first);
-            try (TestPipe pipe = new TestPipe(4 * PAGE); Arena arena = Arena.ofConfined()) {
-                StagedChunk chunk = index.view().acquire(new ChunkKey(1, 0), "e");
-                assertTrue(index.view().spliceOut(chunk, 0, pipe.writeEnd(), first.length));
-                index.view().release(chunk);
-                stage(index, new ChunkKey(2, 0), "e", second); // evicts key 1 and reuses its two pages
-                MemorySegment piped = arena.allocate(first.length);
-                pipe.readFully(piped, first.length);
-                // replaced pages: the pipe still holds the old ones; pages in place: overwritten under it
-                assertArrayEquals(inPlace ? second : first, piped.toArray(ValueLayout.JAVA_BYTE), "in place: " + inPlace);
-            }
-            assertArrayEquals(second, read(index, index.view().acquire(new ChunkKey(2, 0), "e"), 0, second.length));
-            region.close();
-            region = null;
+    void aPipeRefersToThePagesItself_soTheReplyKeepsItsPinUntilThePipeIsRead() throws Exception {
+        ExtentIndex index = index(2L * PAGE, Duration.ofMillis(300));
+        byte[] first = pattern(2 * PAGE, 1);
+        byte[] second = pattern(2 * PAGE, 2);
+        stage(index, new ChunkKey(1, 0), "e", first);
+        try (TestPipe pipe = new TestPipe(4 * PAGE); Arena arena = Arena.ofConfined()) {
+            MemorySegment piped = arena.allocate(first.length);
+            StagedChunk chunk = index.view().acquire(new ChunkKey(1, 0), "e");
+            assertTrue(index.view().spliceOut(chunk, 0, pipe.writeEnd(), first.length));
+            // pinned: the pages cannot be reused, so the next chunk finds no room
+            assertThrows(StagingException.class, () -> stage(index, new ChunkKey(2, 0), "e", second));
+            pipe.readFully(piped, first.length);
+            assertArrayEquals(first, piped.toArray(ValueLayout.JAVA_BYTE));
+            index.view().release(chunk);
+
+            // the hazard the pin guards against: pages reused in place change under a pipe that outlived its pin
+            chunk = index.view().acquire(new ChunkKey(1, 0), "e");
+            assertTrue(index.view().spliceOut(chunk, 0, pipe.writeEnd(), first.length));
+            index.view().release(chunk);
+            stage(index, new ChunkKey(2, 0), "e", second); // evicts key 1 and overwrites its two pages
+            pipe.readFully(piped, first.length);
+            assertArrayEquals(second, piped.toArray(ValueLayout.JAVA_BYTE));
         }
+        assertArrayEquals(second, read(index, index.view().acquire(new ChunkKey(2, 0), "e"), 0, second.length));
     }
 
-    /** ramfs cannot punch holes: such a region keeps its pages in place from the start (root only: it mounts ramfs). */
+    /** ramfs cannot punch holes; staging never needs to (root only: it mounts ramfs). */
     @Test
-    void aStagingFileSystemWithoutHolePunchingKeepsPagesInPlace() throws Exception {
+    void aStagingFileSystemWithoutHolePunchingStagesAndSplices() throws Exception {
         org.junit.jupiter.api.Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "mounting ramfs needs root");
         Path ramfs = java.nio.file.Files.createDirectory(tmp.resolve("ramfs"));
         org.junit.jupiter.api.Assumptions.assumeTrue(
@@ -120,14 +119,18 @@ class ExtentIndexTest {
         try {
             StagingRegion onRamfs = StagingRegion.create(new StagingConfig(ramfs.resolve("s"), 2L * PAGE, PAGE, 2L * PAGE, Duration.ofSeconds(1)));
             try {
-                assertTrue(onRamfs.pagesInPlace());
                 ExtentIndex index = new ExtentIndex(onRamfs, 2L * PAGE);
-                assertFalse(index.view().spliceable());
                 for (int k = 0; k < 3; k++) { // the third evicts: pages overwritten where they are
                     byte[] body = pattern(PAGE + 10, k);
                     stage(index, new ChunkKey(k, 0), "e", body);
                     StagedChunk chunk = index.view().acquire(new ChunkKey(k, 0), "e");
                     assertArrayEquals(body, read(index, chunk, 0, body.length));
+                    try (TestPipe pipe = new TestPipe(4 * PAGE); Arena arena = Arena.ofConfined()) {
+                        assertTrue(index.view().spliceOut(chunk, 0, pipe.writeEnd(), body.length));
+                        MemorySegment piped = arena.allocate(body.length);
+                        pipe.readFully(piped, body.length);
+                        assertArrayEquals(body, piped.toArray(ValueLayout.JAVA_BYTE));
+                    }
                     index.view().release(chunk);
                 }
             } finally {
