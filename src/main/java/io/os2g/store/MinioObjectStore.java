@@ -1,16 +1,13 @@
 package io.os2g.store;
 
-import io.minio.ListObjectsArgs;
 import io.minio.MinioClient;
 import io.minio.PutObjectArgs;
 import io.minio.StatObjectArgs;
-import io.minio.Result;
 import io.minio.credentials.StaticProvider;
 import io.minio.errors.ErrorResponseException;
 import io.minio.errors.InvalidResponseException;
 import io.minio.errors.ServerException;
 import io.minio.http.HttpUtils;
-import io.minio.messages.Item;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.ConnectException;
@@ -18,7 +15,6 @@ import java.net.NoRouteToHostException;
 import java.net.UnknownHostException;
 import java.security.GeneralSecurityException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -36,8 +32,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@link ObjectStore} over the MinIO Java client (listings) and {@link RangedGet} (reads), with deadlines and
- * bounded retries.
+ * {@link ObjectStore} over {@link ListObjectsV2} (listings), {@link RangedGet} (reads) and the MinIO Java client
+ * (the rest: HEAD, PUT, the bucket's URL), with deadlines and bounded retries.
  */
 public final class MinioObjectStore implements ObjectStore {
 
@@ -49,7 +45,9 @@ public final class MinioObjectStore implements ObjectStore {
     private final StoreConfig config;
     private final MinioClient client;
     private final OkHttpClient http;
+    private final BucketEndpoint endpoint;
     private final RangedGet rangedGet;
+    private final ListObjectsV2 listing;
     private final LongAdder gets = new LongAdder();
     private final LongAdder retries = new LongAdder();
     private final LongAdder getsInFlight = new LongAdder();
@@ -90,7 +88,9 @@ public final class MinioObjectStore implements ObjectStore {
         } else {
             client.disableVirtualStyleEndpoint();
         }
-        this.rangedGet = new RangedGet(http, client, config);
+        this.endpoint = new BucketEndpoint(client, config);
+        this.rangedGet = new RangedGet(http, endpoint);
+        this.listing = new ListObjectsV2(http, endpoint);
     }
 
     private static OkHttpClient withTls(OkHttpClient http, StoreConfig config) {
@@ -123,7 +123,7 @@ public final class MinioObjectStore implements ObjectStore {
 
     /** The URL a read of {@code key} is sent to. */
     okhttp3.HttpUrl objectUrl(String key) {
-        return rangedGet.url(key);
+        return endpoint.object(key);
     }
 
     /** GET requests sent, retries included. */
@@ -157,32 +157,11 @@ public final class MinioObjectStore implements ObjectStore {
     }
 
     private Listing listOnce(String prefix, int limit) {
-        ListObjectsArgs.Builder args = ListObjectsArgs.builder()
-                .bucket(config.bucket())
-                .recursive(false)
-                .maxKeys(Math.min(limit, 1000));
-        if (!prefix.isEmpty()) {
-            args.prefix(prefix);
-        }
-        List<ObjectSummary> objects = new ArrayList<>();
-        List<String> prefixes = new ArrayList<>();
         try {
-            for (Result<Item> result : client.listObjects(args.build())) {
-                Item item = result.get();
-                if (item.isDir()) {
-                    prefixes.add(item.objectName());
-                } else {
-                    objects.add(new ObjectSummary(item.objectName(), item.size(), unquote(item.etag()),
-                            item.lastModified() == null ? 0 : item.lastModified().toInstant().toEpochMilli()));
-                }
-                if (objects.size() + prefixes.size() >= limit) {
-                    break;
-                }
-            }
+            return listing.list(prefix, limit);
         } catch (Exception e) {
             throw classify(e, prefix);
         }
-        return new Listing(prefix, objects, prefixes);
     }
 
     @Override
@@ -286,14 +265,6 @@ public final class MinioObjectStore implements ObjectStore {
                     e.getClass().getSimpleName() + " (" + e.getMessage() + "): " + where, null);
         }
         return new StoreException(StoreException.Kind.PROTOCOL, e + ": " + where, e);
-    }
-
-    private static String unquote(String etag) {
-        if (etag == null) {
-            return "";
-        }
-        return etag.length() >= 2 && etag.startsWith("\"") && etag.endsWith("\"")
-                ? etag.substring(1, etag.length() - 1) : etag;
     }
 
     @Override

@@ -16,8 +16,8 @@ import javax.crypto.spec.SecretKeySpec;
 import okhttp3.Request;
 
 /**
- * Signs the agent's object GETs with AWS Signature Version 4 (the Authorization header form, service
- * {@code s3}, an empty payload).
+ * Signs the agent's GETs (objects, listings) with AWS Signature Version 4 (the Authorization header
+ * form, service {@code s3}, an empty payload).
  *
  * <p>Why not MinIO's {@code Signer}, which it replaces on this path: per request that one derives the
  * signing key (four HMACs, each a provider lookup), builds the canonical request through regular
@@ -65,13 +65,11 @@ final class SigV4 {
     }
 
     /**
-     * {@code request} (a GET without a query string) with {@code x-amz-date}, {@code x-amz-content-sha256},
-     * the session token if any, and {@code Authorization} added. Every other header it carries is signed.
+     * {@code request} (a GET) with {@code x-amz-date}, {@code x-amz-content-sha256}, the session token if
+     * any, and {@code Authorization} added. Every other header it carries is signed. A query must be
+     * encoded by S3's rules already ({@link BucketEndpoint#bucket}): it is signed as it is sent.
      */
     Request sign(Request request) {
-        if (request.url().encodedQuery() != null) {
-            throw new IllegalArgumentException("only object GETs without a query are signed here: " + request.url());
-        }
         String amzDate = amzDate(LocalDateTime.ofInstant(clock.instant(), ZoneOffset.UTC));
         String date = amzDate.substring(0, 8);
         String token = credentials.sessionToken() == null || credentials.sessionToken().isEmpty() ? null
@@ -89,7 +87,7 @@ final class SigV4 {
             headers.put("x-amz-security-token", canonicalValue(token));
         }
         StringBuilder canonical = new StringBuilder(256).append(request.method()).append('\n')
-                .append(request.url().encodedPath()).append("\n\n");
+                .append(request.url().encodedPath()).append('\n').append(canonicalQuery(request.url().encodedQuery())).append('\n');
         for (Map.Entry<String, String> h : headers.entrySet()) {
             canonical.append(h.getKey()).append(':').append(h.getValue()).append('\n');
         }
@@ -155,6 +153,26 @@ final class SigV4 {
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 missing from this JDK", e);
         }
+    }
+
+    /** The query's name=value pairs sorted by name (a name without a value gets "="). */
+    private static String canonicalQuery(String encodedQuery) {
+        if (encodedQuery == null || encodedQuery.isEmpty()) {
+            return "";
+        }
+        TreeMap<String, String> sorted = new TreeMap<>();
+        for (String pair : encodedQuery.split("&")) {
+            int eq = pair.indexOf('=');
+            String name = eq < 0 ? pair : pair.substring(0, eq);
+            if (sorted.put(name, eq < 0 ? "" : pair.substring(eq + 1)) != null) {
+                throw new IllegalArgumentException("a query name twice is not signed here: " + encodedQuery);
+            }
+        }
+        StringBuilder query = new StringBuilder(encodedQuery.length() + 1);
+        for (Map.Entry<String, String> p : sorted.entrySet()) {
+            query.append(query.isEmpty() ? "" : "&").append(p.getKey()).append('=').append(p.getValue());
+        }
+        return query.toString();
     }
 
     /** Trimmed, with runs of spaces made one, as the canonical form asks. */

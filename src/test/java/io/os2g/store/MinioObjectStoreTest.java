@@ -50,6 +50,30 @@ class MinioObjectStoreTest {
     }
 
     @Test
+    void keysWithCharactersThatNeedEncodingAreListedAsTheyAre() throws Exception {
+        List<String> names = List.of("a b.txt", "c+d.txt", "100%.bin", "ünï cödé.jpg", "x&y=z<1>.txt", "q?r#s.txt",
+                "t~u!v'(w)*.txt", "tab\there.txt", "%2F.txt");
+        long before = System.currentTimeMillis() - 60_000;
+        for (String name : names) {
+            s3.put("data", "odd dir+/" + name, new byte[name.length()]);
+        }
+        s3.put("data", "odd dir+/sub &/x", new byte[1]);
+        try (MinioObjectStore store = s3.store("data")) {
+            assertEquals(List.of("odd dir+/"), store.list("").commonPrefixes());
+            Listing odd = store.list("odd dir+/");
+            assertEquals(names.stream().map(n -> "odd dir+/" + n).sorted().toList(),
+                    odd.objects().stream().map(ObjectSummary::key).sorted().toList());
+            for (ObjectSummary o : odd.objects()) {
+                assertEquals(o.key().length() - "odd dir+/".length(), o.size(), o.key());
+                assertTrue(o.lastModifiedMillis() > before && o.lastModifiedMillis() < System.currentTimeMillis() + 60_000, o.key());
+                assertFalse(o.etag().isEmpty() || o.etag().contains("\""), o.key());
+            }
+            assertEquals(List.of("odd dir+/sub &/"), odd.commonPrefixes());
+            assertEquals(List.of("odd dir+/sub &/x"), store.list("odd dir+/sub &/").objects().stream().map(ObjectSummary::key).toList());
+        }
+    }
+
+    @Test
     void rangedReadReturnsExactlyTheRange() throws Exception {
         byte[] body = S3Fixture.bytes(300_000, 1);
         s3.put("data", "obj", body);
@@ -105,7 +129,8 @@ class MinioObjectStoreTest {
     @Test
     void probeTellsBadCredentialsAndMissingBucketsApart() {
         try (MinioObjectStore store = new MinioObjectStore(s3.config("data", new Credentials(S3Fixture.ACCESS_KEY, "wrong", null)))) {
-            assertEquals(StoreException.Kind.BAD_CREDENTIALS, assertThrows(StoreException.class, () -> store.probe("")).kind());
+            StoreException refused = assertThrows(StoreException.class, () -> store.probe(""));
+            assertEquals(StoreException.Kind.BAD_CREDENTIALS, refused.kind(), refused.getMessage());
         }
         try (MinioObjectStore store = s3.store("no-such-bucket")) {
             assertEquals(StoreException.Kind.NO_SUCH_BUCKET, assertThrows(StoreException.class, () -> store.probe("")).kind());
