@@ -132,10 +132,10 @@ final class PipedReply implements ReadReply, AutoCloseable {
 
     @Override
     public void restart() {
+        appended = 0;
         if (expected >= 0) {
             discard();
         }
-        appended = 0;
     }
 
     @Override
@@ -147,12 +147,24 @@ final class PipedReply implements ReadReply, AutoCloseable {
         }
     }
 
-    /** The pipe holds no file pages now: runs what waited for that, in order. */
+    /** The pipe holds no file pages now: runs what waited for that, each once, all of them even if one throws. */
     private void done() {
+        RuntimeException failed = null;
         for (int i = 0; i < whenDone.size(); i++) {
-            whenDone.get(i).run();
+            try {
+                whenDone.get(i).run();
+            } catch (RuntimeException e) {
+                if (failed == null) {
+                    failed = e;
+                } else {
+                    failed.addSuppressed(e);
+                }
+            }
         }
         whenDone.clear();
+        if (failed != null) {
+            throw failed;
+        }
     }
 
     @Override
@@ -206,9 +218,9 @@ final class PipedReply implements ReadReply, AutoCloseable {
     void discard() {
         Native.close(pipe[0]);
         Native.close(pipe[1]);
+        pipe = open();
         expected = -1;
         done();
-        pipe = open();
     }
 
     @Override
@@ -216,8 +228,11 @@ final class PipedReply implements ReadReply, AutoCloseable {
         Native.close(pipe[0]);
         Native.close(pipe[1]);
         expected = -1;
-        done();
-        arena.close();
+        try {
+            done();
+        } finally {
+            arena.close();
+        }
     }
 
     /** A reply could not be assembled or sent: the reader sees EIO. */
