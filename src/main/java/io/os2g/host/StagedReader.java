@@ -56,6 +56,11 @@ final class StagedReader {
         default void unpin(StagingView staging, StagedChunk chunk) {
             release(staging, chunk);
         }
+
+        /** Whether it keeps the pins of a read's chunks until the whole read is done (then no chunk may be waited for after the first). */
+        default boolean holdsPins() {
+            return false;
+        }
     }
 
     /** Copies into native memory (a buffer the reply then takes): a pread from the segment. */
@@ -81,6 +86,11 @@ final class StagedReader {
             public void unpin(StagingView staging, StagedChunk chunk) {
                 reply.whenDone(() -> release(staging, chunk));
             }
+
+            @Override
+            public boolean holdsPins() {
+                return true;
+            }
         };
     }
 
@@ -98,7 +108,13 @@ final class StagedReader {
             long chunkStart = layout.start(chunk);
             long count = Math.min(end, chunkStart + layout.chunkSize()) - position;
             StagingView staging = link.staging();
-            StagedChunk staged = pin(staging, handle, new ChunkKey(file.inode(), chunk), position, end);
+            // waiting for a chunk while holding the pins of the ones before could wait for ever in a region
+            // they fill: such a read is refused, and done again chunk by chunk into memory
+            boolean mayWait = position == offset || !target.holdsPins();
+            StagedChunk staged = pin(staging, handle, new ChunkKey(file.inode(), chunk), position, end, mayWait);
+            if (staged == null) {
+                throw new TargetRefused();
+            }
             try {
                 if (!target.take(staging, staged, position - chunkStart, position - offset, count)) {
                     throw new TargetRefused();
@@ -131,7 +147,7 @@ final class StagedReader {
         List<StagedChunk> pinned = new ArrayList<>();
         try {
             for (long position = 0; position < file.size(); position = layout.start(layout.index(position) + 1)) {
-                pinned.add(pin(staging, handle, new ChunkKey(file.inode(), layout.index(position)), position, file.size()));
+                pinned.add(pin(staging, handle, new ChunkKey(file.inode(), layout.index(position)), position, file.size(), true));
             }
             return new ExtentLease(staging, pinned, file.size(), file.etag());
         } catch (RuntimeException e) {
@@ -148,7 +164,8 @@ final class StagedReader {
         }
     }
 
-    private StagedChunk pin(StagingView staging, OpenHandle handle, ChunkKey key, long position, long end) {
+    /** The chunk pinned, staged first if need be; null, where {@code mayWait} is false, when it is not staged now. */
+    private StagedChunk pin(StagingView staging, OpenHandle handle, ChunkKey key, long position, long end, boolean mayWait) {
         String etag = handle.file().etag();
         boolean entered = handle.enter(key.index());
         StagedChunk staged = staging.acquire(key, etag);
@@ -158,6 +175,9 @@ final class StagedReader {
                 link.hint(new ReadRequest(handle.agentHandle(), position, end - position));
             }
             return staged;
+        }
+        if (!mayWait) {
+            return null;
         }
         metrics.miss();
         for (int attempt = 0; attempt < MAX_RESTAGE; attempt++) {
