@@ -90,8 +90,9 @@ class SplicedReadsMountTest {
         long total = bodies.stream().mapToLong(b -> b.length).sum();
         assertEquals(total, ((Number) stats.get("bytes_served")).longValue());
         long spliced = ((Number) stats.get("bytes_spliced")).longValue();
-        // every read of two pages or more (the kernel asks for whole files of 190-230 KiB here) is spliced
-        assertTrue(spliced > total * 9 / 10, "spliced " + spliced + " of " + total + " bytes");
+        // reads are spliced, but for those that reach a chunk not staged yet after their first (copied chunk by
+        // chunk, so that no reader waits for space holding pins): 85-95% of the bytes in runs of this test
+        assertTrue(spliced > total / 2, "spliced " + spliced + " of " + total + " bytes");
         assertTrue(((Number) ((Map<?, ?>) ((Map<?, ?>) stats.get("agent")).get("staging")).get("evictions")).longValue() > 0,
                 "the region's pages were reused");
     }
