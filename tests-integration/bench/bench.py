@@ -2,7 +2,8 @@
 the page cache dropped before each, the same server, data and reader code for all. Appends one JSON
 line per (target, workload) to the results file.
 
-    bench.py ENDPOINT DATA_DIR RESULTS [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--only TARGET] [--server-pid PID]
+    bench.py ENDPOINT DATA_DIR RESULTS [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--only TARGET]
+             [--server-pid PID] [--warm-agent FILES]
 """
 
 import argparse
@@ -69,6 +70,7 @@ class Target:
                     self.agent_proc = None
                     raise RuntimeError(f"{self.name}: agent failed, see {log.name}")
                 time.sleep(0.05)
+        if self.agent is not None:
             env = {k: v for k, v in env.items() if not k.startswith("AWS_")}  # the shim holds no credentials
         proc = subprocess.Popen(self.command(mnt), stdout=log, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
@@ -196,18 +198,25 @@ def main():
     ap.add_argument("--default-flags", action="store_true", help="only each peer's default flags (as --quick does), at full size")
     ap.add_argument("--server-pid", type=int, default=0, help="the S3 server's process on this machine: its CPU is recorded too")
     ap.add_argument("--server-warmed", default="", help="how the server was warmed (seed.py's line), for the report")
+    ap.add_argument("--warm-agent", type=int, default=0, metavar="FILES",
+                    help="split mode: the agent first serves one unmeasured job (FILES small files of tarsrc/ on a mount of "
+                         "its own), as a running os2g-agent.service has; default: its first measured workload is its first job")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="os2g-bench-"))
     mnt = work / "mnt"
     mnt.mkdir()
     meta = {"date": time.strftime("%Y-%m-%d"), "latency_ms": a.latency_ms, "quick": a.quick,
-            "workloads": a.workloads, "default_flags": a.default_flags, "server_warmed": a.server_warmed, **versions()}
+            "workloads": a.workloads, "default_flags": a.default_flags, "server_warmed": a.server_warmed,
+            "warm_agent": a.warm_agent, **versions()}
     with open(a.results, "a" if a.only else "w") as out:
         if not a.only:
             out.write(json.dumps({"meta": meta}) + "\n")
         for target in targets(a.endpoint, a.data, work, a.quick or a.default_flags):
             if a.only and target.name != a.only:
                 continue
+            if a.warm_agent and target.agent is not None:
+                target.flags += f"; agent past its start-up ({a.warm_agent} files first, unmeasured)"
+                warm_agent(target, mnt, work, a.warm_agent)
             for label, args in workloads(a.quick):
                 if a.workloads and label not in a.workloads.split(","):
                     continue
@@ -242,6 +251,21 @@ def main():
                       + (row.get("error") or _summary(row)), flush=True)
             target.close()
     shutil.rmtree(work, ignore_errors=True)
+
+
+def warm_agent(target, mnt, work, files):
+    """Starts the target's agent and has it serve one job before anything is measured: a mount of its
+    own reading shuffled small files that no workload reads (tarsrc/), then gone, as mounts come and go
+    on a running agent service. The JVM's start-up (class loading, C1 compiling the fetch path) is then
+    behind it, as it is for every job but the first after the service starts."""
+    drop_caches()
+    with open(work / f"{target.name}.log", "a") as log:
+        proc = target.start(mnt, log)
+        try:
+            subprocess.run([PY, str(HERE / "workloads.py"), str(mnt), str(proc.pid), "small", "--root", "tarsrc",
+                            "--limit", str(files), "--readers", "4"], check=True, capture_output=True, timeout=WORKLOAD_TIMEOUT_S)
+        finally:
+            target.stop(proc, mnt)
 
 
 def _summary(row):

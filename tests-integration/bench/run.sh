@@ -3,9 +3,12 @@
 # S3Proxy with injected latency, a deterministic dataset seeded through the S3 API (reused when
 # unchanged), every (target, workload) on a fresh mount with the page cache dropped.
 #   tests-integration/bench/run.sh [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--report NAME]
+#                                  [--warm-agent FILES]
 # Writes tests-integration/bench/results.jsonl, docs/BENCHMARKS.md and docs/benchmarks.png (--report
 # NAME: docs/NAME.md and docs/NAME.png). --workloads small-4,small-4-hinted runs only those;
-# --default-flags runs each peer with its default flags only, at full size.
+# --default-flags runs each peer with its default flags only, at full size. --warm-agent FILES: the split
+# target's agent serves one unmeasured job of FILES small files first, as a running os2g-agent.service
+# has (without it, its first measured workload is the agent's first job: its JIT warms up on its one core).
 set -euo pipefail
 here="$(cd "$(dirname "$(readlink -f "$0")")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -18,7 +21,8 @@ while [ $# -gt 0 ]; do
     --workloads) select+=(--workloads "$2"); shift ;;
     --default-flags) select+=(--default-flags) ;;
     --report) report_md="$root/docs/$2.md"; report_png="$root/docs/$2.png"; shift ;;
-    *) echo "usage: $0 [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--report NAME]" >&2; exit 2 ;;
+    --warm-agent) select+=(--warm-agent "$2"); shift ;;
+    *) echo "usage: $0 [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--report NAME] [--warm-agent FILES]" >&2; exit 2 ;;
   esac
   shift
 done

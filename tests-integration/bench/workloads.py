@@ -1,7 +1,8 @@
 """Benchmark workloads, run against a mounted directory. Each prints one JSON line with its numbers, the
 gateway process's CPU seconds (utime + stime from /proc) and peak RSS (VmHWM), and over the same
-interval the split-mode agent's CPU seconds, the S3 server's (it shares this machine's cores) and the
-CPU seconds the hypervisor stole from this machine (/proc/stat: a noisy neighbour, not the workload).
+interval the split-mode agent's CPU seconds, the S3 server's (it shares this machine's cores), the
+CPU seconds the hypervisor stole from this machine (/proc/stat: a noisy neighbour, not the workload)
+and each CPU's idle seconds (a target whose CPUs sat idle waited on something other than CPU).
 
     workloads.py MOUNT GATEWAY_PID WORKLOAD [--readers N] [--server-pid PID] [--agent-pid PID]
 """
@@ -30,25 +31,32 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def steal_seconds():
+def steal_and_idle_seconds():
+    """What the hypervisor stole from all CPUs, then each CPU's idle (with iowait), from /proc/stat."""
     with open("/proc/stat") as f:
-        return int(f.readline().split()[8]) / CLOCK_TICKS
+        steal = int(f.readline().split()[8]) / CLOCK_TICKS
+        idle = [(int(fields[4]) + int(fields[5])) / CLOCK_TICKS
+                for fields in (line.split() for line in f) if fields[0].startswith("cpu")]
+    return steal, idle
 
 
 class Meter:
-    """CPU over one measured interval: the gateway's, the agent's (split mode), the S3 server's, and what
-    the hypervisor stole."""
+    """CPU over one measured interval: the gateway's, the agent's (split mode), the S3 server's, what the
+    hypervisor stole, and each CPU's idle time."""
 
     def __init__(self, a):
         self.pid, self.server_pid, self.agent_pid = a.pid, a.server_pid, a.agent_pid
         self.start = self._now()
 
     def _now(self):
-        return cpu_seconds(self.pid), cpu_seconds(self.server_pid), steal_seconds(), cpu_seconds(self.agent_pid)
+        steal, idle = steal_and_idle_seconds()
+        return cpu_seconds(self.pid), cpu_seconds(self.server_pid), steal, cpu_seconds(self.agent_pid), idle
 
     def done(self):
-        gateway, server, steal, agent = (b - a for a, b in zip(self.start, self._now()))
+        now = self._now()
+        gateway, server, steal, agent = (b - a for a, b in zip(self.start[:4], now[:4]))
         return {"gateway_cpu_s": gateway, "server_cpu_s": server, "steal_s": steal,
+                "idle_by_cpu_s": [round(b - a, 2) for a, b in zip(self.start[4], now[4])],
                 **({"agent_cpu_s": agent} if self.agent_pid else {})}
 
 
