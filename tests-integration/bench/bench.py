@@ -216,7 +216,11 @@ def main():
                 continue
             if a.warm_agent and target.agent is not None:
                 target.flags += f"; agent past its start-up ({a.warm_agent} files first, unmeasured)"
-                warm_agent(target, mnt, work, a.warm_agent)
+                try:
+                    warm_agent(target, mnt, work, a.warm_agent)
+                except (RuntimeError, subprocess.SubprocessError) as e:
+                    target.flags += f" (that job failed: {e})"
+                    print(f"{target.name}: the agent's unmeasured job failed: {e}", flush=True)
             for label, args in workloads(a.quick):
                 if a.workloads and label not in a.workloads.split(","):
                     continue
@@ -255,9 +259,10 @@ def main():
 
 def warm_agent(target, mnt, work, files):
     """Starts the target's agent and has it serve one job before anything is measured: a mount of its
-    own reading shuffled small files that no workload reads (tarsrc/), then gone, as mounts come and go
-    on a running agent service. The JVM's start-up (class loading, C1 compiling the fetch path) is then
-    behind it, as it is for every job but the first after the service starts."""
+    own reading shuffled small files of tarsrc/, then gone (its staging region with it; the page cache
+    is dropped before each workload), as mounts come and go on a running agent service. The JVM's
+    start-up (class loading, C1 compiling the fetch path) is then behind it, as it is for every job but
+    the first after the service starts."""
     drop_caches()
     with open(work / f"{target.name}.log", "a") as log:
         proc = target.start(mnt, log)
