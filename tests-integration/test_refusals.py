@@ -1,6 +1,7 @@
 """Mistakes a user can make are refused before mounting: one clear line, exit code 2, no stack trace."""
 
 import os
+import re
 import socket
 import subprocess
 import tempfile
@@ -85,6 +86,29 @@ def test_staging_size_below_one_chunk(s3, mnt):
 
 def test_unknown_option(mnt):
     refused(run_os2g("mount", "data", str(mnt), "--no-such-option"), "no-such-option", "--help")
+
+
+def test_unknown_command_is_refused_and_help_lists_every_command():
+    refused(run_os2g("mont", "data", "/mnt"), "mont", "--help")
+    r = run_os2g("--help")
+    assert r.returncode == 0, r.stderr
+    commands = re.findall(r"^  ([a-z0-9-]+) ", r.stdout, re.MULTILINE)
+    assert commands == ["mount", "agent", "stats", "warm", "index", "demo"], r.stdout  # s3-server is hidden
+
+
+def test_the_launcher_passes_over_an_older_jdk_without_starting_it(tmp_path):
+    # JAVA_HOME at a JDK 17: the launcher reads its release file, never runs its java, and goes on to a
+    # JDK >= 25 under /usr/lib/jvm
+    old = tmp_path / "jdk-17"
+    (old / "bin").mkdir(parents=True)
+    (old / "release").write_text('JAVA_VERSION="17.0.15"\n')
+    ran = tmp_path / "ran"
+    (old / "bin" / "java").write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
+    (old / "bin" / "java").chmod(0o755)
+    r = run_os2g("--version", env={"JAVA_HOME": str(old)})
+    assert r.returncode == 0, r.stderr
+    assert re.match(r"os2g \S+ \(Java 2[5-9]", r.stdout), r.stdout
+    assert not ran.exists()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="drops root's capabilities to be refused by permission bits")

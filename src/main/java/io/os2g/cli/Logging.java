@@ -11,7 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import org.slf4j.LoggerFactory;
 
-/** Log level and destination chosen on the command line (the default, INFO to stderr, is logback.xml's). */
+/** Log level and destination chosen on the command line (the default, INFO to stderr, is LogConfigurator's). */
 final class Logging {
 
     private static volatile boolean debug;
@@ -56,7 +56,7 @@ final class Logging {
         appender.start();
         Logger root = context.getLogger(Logger.ROOT_LOGGER_NAME);
         root.addAppender(appender);
-        root.detachAppender("STDERR");
+        root.detachAppender(LogConfigurator.STDERR);
     }
 
     static boolean debug() {

@@ -1,16 +1,20 @@
 package io.os2g.cli;
 
+import java.util.List;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /** {@code os2g}: the entry point. */
 @Command(name = "os2g", mixinStandardHelpOptions = true, versionProvider = Os2g.Version.class,
-        subcommands = {MountCommand.class, AgentCommand.class, StatsCommand.class, WarmCommand.class, IndexCommand.class, DemoCommand.class, S3ServerCommand.class},
         description = {"Mount S3-compatible buckets read-only for GPU training: FUSE shim, object-store agent, shared-memory staging."})
 public final class Os2g implements Runnable {
 
     /** Exit code for anything the user can fix. */
     static final int USAGE = 2;
+
+    /** In the order {@code os2g --help} lists them. */
+    private static final List<Class<?>> SUBCOMMANDS = List.of(MountCommand.class, AgentCommand.class, StatsCommand.class,
+            WarmCommand.class, IndexCommand.class, DemoCommand.class, S3ServerCommand.class);
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -25,7 +29,7 @@ public final class Os2g implements Runnable {
     }
 
     static int run(String... args) {
-        CommandLine cli = new CommandLine(new Os2g());
+        CommandLine cli = commandLine(args.length > 0 ? args[0] : "");
         cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
             if (e instanceof UsageError) {
                 System.err.println("os2g: " + e.getMessage());
@@ -52,6 +56,26 @@ public final class Os2g implements Runnable {
             }
         }
         return cli.execute(args);
+    }
+
+    /**
+     * The command line with only the subcommand {@code named}, or with all of them when it names none
+     * (help, a typo): picocli reads every option of a command when the command is added, and a mount
+     * or an agent has no use for the other commands' options.
+     */
+    static CommandLine commandLine(String named) {
+        CommandLine cli = new CommandLine(new Os2g());
+        boolean known = SUBCOMMANDS.stream().anyMatch(c -> name(c).equals(named));
+        for (Class<?> command : SUBCOMMANDS) {
+            if (!known || name(command).equals(named)) {
+                cli.addSubcommand(command);
+            }
+        }
+        return cli;
+    }
+
+    private static String name(Class<?> command) {
+        return command.getAnnotation(Command.class).name();
     }
 
     /** The version from the jar manifest (set by Maven). */
