@@ -148,6 +148,26 @@ def test_https_certificate_not_trusted_is_refused(tls_server, tmp_path):
     Tally.add("bad inputs refused")
 
 
+def test_a_ca_bundle_without_certificates_is_refused_by_the_mount_and_by_the_agent_at_start(tls_server, tmp_path):
+    server, _ = tls_server
+    garbage = tmp_path / "ca.pem"
+    garbage.write_text("not a certificate\n")
+    (tmp_path / "mnt").mkdir()
+    mount = run_os2g("mount", "it-tls", str(tmp_path / "mnt"), "--endpoint", server.endpoint, "--ca-bundle", str(garbage),
+                     env=env_without_ca_bundle())
+    # the agent checks it before it listens: not at the first mount, where every mount would fail
+    agent = run_os2g("agent", "--listen", f"unix:{tmp_path}/agent.sock", "--endpoint", server.endpoint,
+                     "--ca-bundle", str(garbage), "--staging-dir", f"/dev/shm/os2g-it-ca-{os.getpid()}",
+                     env=env_without_ca_bundle(), timeout=60)
+    for r in (mount, agent):
+        assert r.returncode == 2, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "cannot use CA bundle" in lines[0] and str(garbage) in lines[0], r.stderr
+    assert not mounted(tmp_path / "mnt")
+    assert not (tmp_path / "agent.sock").exists()
+    Tally.add("bad inputs refused", 2)
+
+
 def test_https_with_the_ca_bundle_reads_and_skip_verify_warns(tls_server):
     server, cert = tls_server
     m = Mount(server, "it-tls", ["--ca-bundle", str(cert)], env={"AWS_CA_BUNDLE": ""})

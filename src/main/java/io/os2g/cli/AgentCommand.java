@@ -1,6 +1,8 @@
 package io.os2g.cli;
 
 import io.os2g.link.AgentServer;
+import io.os2g.store.MinioObjectStore;
+import io.os2g.store.StoreException;
 import io.os2g.staging.StagingDirectory;
 import io.os2g.staging.StagingException;
 import io.os2g.metrics.PrometheusMetrics;
@@ -67,7 +69,13 @@ final class AgentCommand implements Callable<Integer> {
             }
             Gpus.device(gpu); // no driver or no such device: refused now, not at the first mount
         }
-        store.config("probe"); // endpoint, credentials and TLS options are checked now, not at the first mount
+        // endpoint, credentials and TLS options (a CA bundle's certificates too) are checked now, not at
+        // the first mount; the first mount also no longer waits for the client's classes to load
+        try (MinioObjectStore probe = new MinioObjectStore(store.config("probe"))) {
+            LOG.debug("store client for {} ready", probe.endpoint());
+        } catch (StoreException e) {
+            throw new UsageError(e.getMessage());
+        }
         Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize()
                 : Path.of("/dev/shm/os2g", "agent-" + MountCommand.mountId(socket));
         StagingDirectory parent;
