@@ -71,8 +71,8 @@ final class AgentCommand implements Callable<Integer> {
         }
         // endpoint, credentials and TLS options (a CA bundle's certificates too) are checked now, not at
         // the first mount; the first mount also no longer waits for the client's classes to load
-        try (MinioObjectStore probe = new MinioObjectStore(store.config("probe"))) {
-            LOG.debug("store client for {} ready", probe.endpoint());
+        try {
+            new MinioObjectStore(store.config("probe")).close();
         } catch (StoreException e) {
             throw new UsageError(e.getMessage());
         }

@@ -12,9 +12,9 @@ import ch.qos.logback.core.status.NopStatusListener;
 
 /**
  * The default log set-up, in code rather than in a logback.xml: INFO from os2g and WARN from its
- * libraries, to stderr. Reading an XML configuration loads an XML parser and about 400 classes in
- * every process (a mount, the agent, {@code os2g stats}) before it does anything; this takes none
- * of them. A configuration file a user names with {@code -Dlogback.configurationFile}, or a
+ * libraries, to stderr. Reading an XML configuration loads an XML parser and logback's own reader
+ * of it, about 550 classes, in every process (a mount, the agent, {@code os2g stats}) before it does
+ * anything; this takes none of them. A configuration file a user names with {@code -Dlogback.configurationFile}, or a
  * logback-test.xml on the class path, still wins.
  */
 public final class LogConfigurator extends ContextAwareBase implements Configurator {
