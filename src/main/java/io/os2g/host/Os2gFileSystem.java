@@ -279,7 +279,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
      */
     private void answerInAgent(OpenHandle handle, long offset, int size, DelegatedRead delegated) {
         metrics.inFlight(1);
-        link.answer(new ReadRequest(handle.agentHandle(), offset, size), delegated.unique()).whenComplete((answered, failure) -> {
+        link.answer(new ReadRequest(handle.agentHandle(), offset, size), delegated.unique(), (answered, failure) -> {
             metrics.inFlight(-1);
             if (failure == null) {
                 metrics.served(answered.bytes());

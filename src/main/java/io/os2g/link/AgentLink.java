@@ -2,6 +2,7 @@ package io.os2g.link;
 
 import io.os2g.staging.StagingView;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.BiConsumer;
 
 /** What the shim can ask of the agent, in the same process or another. */
 public interface AgentLink extends AutoCloseable {
@@ -24,11 +25,14 @@ public interface AgentLink extends AutoCloseable {
     }
 
     /**
-     * Asks the agent to stage a range and answer READ {@code unique} with it. The future completes once
-     * it has, or fails (an {@link io.os2g.ErrnoException}; the READ is then the caller's to answer).
+     * Asks the agent to stage a range and answer READ {@code unique} with it; {@code done} is called once,
+     * with what the agent answered or the failure (an {@link io.os2g.ErrnoException}; the READ is then the
+     * caller's to answer). {@code done} is in place before the request goes out, and an answer is handed
+     * to it before any later message from the agent is taken: a stats request made after the READ
+     * returned finds it counted.
      */
-    default CompletableFuture<AnsweredRead> answer(ReadRequest request, long unique) {
-        return CompletableFuture.failedFuture(new LinkException(io.os2g.Errno.EIO, "this agent answers no reads"));
+    default void answer(ReadRequest request, long unique, BiConsumer<AnsweredRead, Throwable> done) {
+        done.accept(null, new LinkException(io.os2g.Errno.EIO, "this agent answers no reads"));
     }
 
     /** Tells the agent a range is being read (it was staged already), so its readahead moves on; no answer. */

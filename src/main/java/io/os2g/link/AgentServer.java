@@ -177,7 +177,12 @@ public final class AgentServer implements AutoCloseable {
                 PrefetchRequest r = prefetch.request();
                 agent.prefetch(r.files().stream().map(OpenRequest::file).toList(), r.replace(), r.warm());
             }
-            case Message.Stats stats -> reply(wire, id, new Message.StatsReply(session.statsJson()));
+            case Message.Stats stats -> {
+                if (answerer != null) {
+                    answerer.awaitAnswersTold(); // the shim counts a READ it left to us when it hears of it
+                }
+                reply(wire, id, new Message.StatsReply(session.statsJson()));
+            }
             default -> reply(wire, id, new Message.Failed(Errno.EIO, "unexpected message " + frame.message()));
         }
     }

@@ -24,6 +24,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.StampedLock;
 
 /**
  * The agent answering a shim's READs itself, on the /dev/fuse descriptor the shim lent it: the staged
@@ -44,6 +45,8 @@ final class ReadAnswerer implements AutoCloseable {
     private final StagingView view;
     private final DeviceHandoff handoff;
     private volatile FuseReplies replies;
+    /** Held shared from a READ's reply to the kernel until the shim's message about it is handed on. */
+    private final StampedLock answering = new StampedLock();
 
     private ReadAnswerer(Agent agent, StagingView view, DeviceHandoff handoff) {
         this.agent = agent;
@@ -89,71 +92,90 @@ final class ReadAnswerer implements AutoCloseable {
         Range range = new Range(request.handle(), file, offset, length, unique);
         CompletableFuture<Void> staged = agent.read(request.handle(), offset, length);
         if (staged.isDone()) {
-            done.accept(answerStaged(range, staged, true, slow, done));
+            answerStaged(range, staged, true, slow, done);
         } else {
             // a copy: the fetch's own future may be shared with other readers, whom this timeout must not fail
             CompletableFuture<Void> bounded = staged.copy().orTimeout(DEADLINE_NANOS, TimeUnit.NANOSECONDS);
-            bounded.whenComplete((ok, failure) -> {
-                Message answered = answerStaged(range, bounded, false, slow, done);
-                if (answered != null) {
-                    done.accept(answered);
-                }
-            });
+            bounded.whenComplete((ok, failure) -> answerStaged(range, bounded, false, slow, done));
         }
+    }
+
+    /**
+     * Returns once every READ answered so far has had its message handed to {@code done}: the shim's
+     * stats, asked for after a READ returned, then count it (its reply goes out behind those messages).
+     */
+    void awaitAnswersTold() {
+        answering.unlockWrite(answering.writeLock());
     }
 
     /** One READ's range of one open file version. */
     private record Range(long handle, Node.File file, long offset, int length, long unique) {
     }
 
-    /** The answer once {@code staged} completed; null when it went to {@code slow} to be staged again. */
-    private Message answerStaged(Range range, CompletableFuture<Void> staged, boolean hit, Executor slow, Consumer<Message> done) {
+    /** Answers once {@code staged} completed; a range whose chunk went before it could be pinned goes to {@code slow}. */
+    private void answerStaged(Range range, CompletableFuture<Void> staged, boolean hit, Executor slow, Consumer<Message> done) {
+        List<StagedChunk> pinned;
         try {
             staged.join();
-            List<StagedChunk> pinned = pin(range.file(), range.offset(), range.length());
-            if (pinned == null) {
-                slow.execute(() -> done.accept(restage(range)));
-                return null;
-            }
-            return reply(range, pinned, hit);
+            pinned = pin(range.file(), range.offset(), range.length());
         } catch (CompletionException e) {
-            return failed(e.getCause());
+            done.accept(failed(e.getCause()));
+            return;
         } catch (RuntimeException e) {
-            return failed(e);
+            done.accept(failed(e));
+            return;
+        }
+        if (pinned == null) {
+            slow.execute(() -> restage(range, done));
+        } else {
+            reply(range, pinned, hit, done);
         }
     }
 
     /** Stages and pins again, waiting, for a range whose chunk was evicted before it could be pinned. */
-    private Message restage(Range range) {
+    private void restage(Range range, Consumer<Message> done) {
         try {
             for (int attempt = 1; attempt < MAX_RESTAGE; attempt++) {
                 agent.read(range.handle(), range.offset(), range.length()).get(DEADLINE_NANOS, TimeUnit.NANOSECONDS);
                 List<StagedChunk> pinned = pin(range.file(), range.offset(), range.length());
                 if (pinned != null) {
-                    return reply(range, pinned, false);
+                    reply(range, pinned, false, done);
+                    return;
                 }
             }
-            return new Message.Failed(Errno.EIO, "chunk of " + range.file().key() + " evicted before it could be read "
-                    + MAX_RESTAGE + " times (staging region too small for the readers?)");
+            done.accept(new Message.Failed(Errno.EIO, "chunk of " + range.file().key() + " evicted before it could be read "
+                    + MAX_RESTAGE + " times (staging region too small for the readers?)"));
         } catch (ExecutionException e) {
-            return failed(e.getCause());
+            done.accept(failed(e.getCause()));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return new Message.Failed(Errno.EIO, "interrupted");
+            done.accept(new Message.Failed(Errno.EIO, "interrupted"));
         } catch (TimeoutException | RuntimeException e) {
-            return failed(e);
+            done.accept(failed(e));
         }
     }
 
-    /** Sends the reply from the pinned chunks and lets them go. */
-    private Message reply(Range range, List<StagedChunk> pinned, boolean hit) {
+    /**
+     * Sends the reply from the pinned chunks, lets them go, and tells the shim; the reader has its bytes
+     * before the shim hears of them, so {@link #awaitAnswersTold} waits for this whole step.
+     */
+    private void reply(Range range, List<StagedChunk> pinned, boolean hit, Consumer<Message> done) {
+        long stamp = answering.readLock();
         try {
-            replies.read(range.unique(), reply -> write(reply, pinned, range.offset(), range.length()));
+            Message told;
+            try {
+                replies.read(range.unique(), reply -> write(reply, pinned, range.offset(), range.length()));
+                int chunks = pinned.size();
+                told = new Message.Answered(range.length(), hit ? chunks : 0, hit ? 0 : chunks);
+            } catch (RuntimeException e) {
+                told = failed(e);
+            } finally {
+                pinned.forEach(view::release);
+            }
+            done.accept(told);
         } finally {
-            pinned.forEach(view::release);
+            answering.unlockRead(stamp);
         }
-        int chunks = pinned.size();
-        return new Message.Answered(range.length(), hit ? chunks : 0, hit ? 0 : chunks);
     }
 
     private static Message.Failed failed(Throwable cause) {

@@ -17,6 +17,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -295,7 +296,7 @@ public final class SocketLink implements AgentLink {
     @Override
     public CompletableFuture<Void> read(ReadRequest request) {
         return request(request, agentHandle -> new Message.Read(new ReadRequest(agentHandle, request.offset(), request.length()), true),
-                answer -> answer instanceof Message.Done ? null : unexpected("a read", answer), false);
+                answer -> answer instanceof Message.Done ? null : unexpected("a read", answer), false, null);
     }
 
     @Override
@@ -306,48 +307,53 @@ public final class SocketLink implements AgentLink {
 
     /** Bounded by the read deadline: a READ nobody answers would hang its reader. */
     @Override
-    public CompletableFuture<AnsweredRead> answer(ReadRequest request, long unique) {
-        return request(request, agentHandle -> new Message.Answer(new ReadRequest(agentHandle, request.offset(), request.length()), unique),
+    public void answer(ReadRequest request, long unique, BiConsumer<AnsweredRead, Throwable> done) {
+        request(request, agentHandle -> new Message.Answer(new ReadRequest(agentHandle, request.offset(), request.length()), unique),
                 answer -> answer instanceof Message.Answered a ? new AnsweredRead(a.bytes(), a.hits(), a.misses()) : unexpected("a read", answer),
-                true);
+                true, done);
     }
 
     /**
      * Sends the message {@code build} makes for the handle's number on this connection's agent and maps
-     * its answer; a Failed answer fails the future with its errno.
+     * its answer; a Failed answer fails the future with its errno. {@code done}, when given, is attached
+     * before the message goes out, so the reader thread runs it as it takes the answer.
      */
     private <T> CompletableFuture<T> request(ReadRequest request, java.util.function.LongFunction<Message> build,
-            java.util.function.Function<Message, T> map, boolean bounded) {
+            java.util.function.Function<Message, T> map, boolean bounded, BiConsumer<? super T, ? super Throwable> done) {
+        CompletableFuture<Message> reply = new CompletableFuture<>();
+        CompletableFuture<T> answered = reply.thenApply(answer -> {
+            if (answer instanceof Message.Failed failed) {
+                throw new LinkException(failed.errno(), failed.message());
+            }
+            return map.apply(answer);
+        });
+        if (done != null) {
+            answered.whenComplete(done);
+        }
         try {
             Connection connection = connection();
             LocalHandle handle = open.get(request.handle());
             if (handle == null) {
-                return CompletableFuture.failedFuture(new LinkException(Errno.EBADF, "unknown handle " + request.handle()));
+                throw new LinkException(Errno.EBADF, "unknown handle " + request.handle());
             }
             long id = ids.getAndIncrement();
-            CompletableFuture<Message> reply = new CompletableFuture<>();
             connection.pending.put(id, reply);
             try {
                 connection.wire.send(id, build.apply(bind(handle, connection)));
             } catch (IOException e) {
                 connection.pending.remove(id);
                 lost(connection, e);
-                return CompletableFuture.failedFuture(new LinkException(Errno.EIO, "agent connection lost"));
+                throw new LinkException(Errno.EIO, "agent connection lost");
             }
             if (bounded) {
                 // the reader drops the entry when the answer comes; one failed by its deadline goes here
                 reply.whenComplete((answer, failure) -> connection.pending.remove(id));
                 deadlines.watch(reply);
             }
-            return reply.thenApply(answer -> {
-                if (answer instanceof Message.Failed failed) {
-                    throw new LinkException(failed.errno(), failed.message());
-                }
-                return map.apply(answer);
-            });
         } catch (LinkException e) {
-            return CompletableFuture.failedFuture(e);
+            reply.completeExceptionally(e);
         }
+        return answered;
     }
 
     private static <T> T unexpected(String what, Message answer) {

@@ -145,6 +145,41 @@ class SplitModeTest {
     }
 
     @Test
+    void statsReadAfterReadsReturnedCountEveryByteTheAgentAnswered() throws Exception {
+        assumeTrue(Files.isWritable(Path.of("/dev/fuse")) && "root".equals(System.getProperty("user.name")), "needs root and /dev/fuse");
+        int readers = 4;
+        int filesEach = 40;
+        for (int i = 0; i < readers * filesEach; i++) {
+            s3.put("data", "f/" + i, S3Fixture.bytes(1000 + i, i));
+        }
+        Path mnt = Files.createDirectory(tmp.resolve("mnt"));
+        Gateway gateway = MountCommand.mountWithAgent(MountCommand.parse("data", mnt.toString(), "--agent", "unix:" + socket).config());
+        java.util.concurrent.atomic.AtomicLong returned = new java.util.concurrent.atomic.AtomicLong();
+        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(readers)) {
+            java.util.List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
+            for (int r = 0; r < readers; r++) {
+                int reader = r;
+                done.add(pool.submit(() -> {
+                    for (int i = reader; i < readers * filesEach; i += readers) {
+                        // each a first read: the agent answers it from the thread that completed its fetch
+                        returned.addAndGet(Files.readAllBytes(mnt.resolve("f/" + i)).length);
+                        long before = returned.get();
+                        java.util.Map<String, Object> stats = io.os2g.metrics.Stats.parse(Files.readString(mnt.resolve(".os2g/stats")));
+                        long counted = ((Number) stats.get("bytes_answered_by_agent")).longValue();
+                        assertTrue(counted >= before, "stats after " + before + " bytes were read said " + counted);
+                    }
+                    return null;
+                }));
+            }
+            for (var f : done) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+        } finally {
+            gateway.close();
+        }
+    }
+
+    @Test
     void aMountOfAMissingBucketIsRefusedWithTheAgentsReason() {
         LinkException e = assertThrows(LinkException.class, () -> connect("no-such-bucket"));
         assertTrue(e.getMessage().contains("refused the mount") && e.getMessage().contains("does not exist"), e.getMessage());
