@@ -128,34 +128,34 @@ final class SegmentFiles implements AutoCloseable {
     }
 
     /**
-     * Copies {@code length} bytes of {@code source} into segment {@code segment} at {@code offset}.
+     * Copies {@code source} (an array's bytes or native memory) into segment {@code segment} at {@code offset}.
      *
      * @throws StagingException when the file system behind the segments has no room for the pages
      */
-    void write(int segment, long offset, byte[] source, int sourceOffset, int length) {
+    void write(int segment, long offset, MemorySegment source) {
         enter();
         try {
-            writeOpen(segment, offset, source, sourceOffset, length);
+            writeOpen(segment, offset, source);
         } finally {
             exit();
         }
     }
 
-    private void writeOpen(int segment, long offset, byte[] source, int sourceOffset, int length) {
+    private void writeOpen(int segment, long offset, MemorySegment source) {
         MemorySegment state = CALL_STATES.get();
-        MemorySegment bytes = MemorySegment.ofArray(source);
-        int done = 0;
+        long length = source.byteSize();
+        long done = 0;
         while (done < length) {
             long n;
             try {
-                n = (long) PWRITE.invokeExact(state, descriptors[segment], bytes.asSlice(sourceOffset + done, length - done),
-                        (long) (length - done), offset + done);
+                n = (long) PWRITE.invokeExact(state, descriptors[segment], source.asSlice(done),
+                        length - done, offset + done);
             } catch (Throwable t) {
                 throw new StagingException("pwrite of staging segment " + files.get(segment) + " failed: " + t, t);
             }
             int errno = n < 0 ? (int) ERRNO.get(state, 0L) : 0;
             if (n > 0) {
-                done += (int) n;
+                done += n;
             } else if (errno != EINTR) {
                 throw new StagingException(errno == ENOSPC
                         ? "no room for staging pages in " + files.get(segment).getParent()

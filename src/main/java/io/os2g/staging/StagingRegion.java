@@ -105,9 +105,9 @@ public final class StagingRegion implements AutoCloseable {
         segments.read(page / pagesPerSegment, offsetInSegment(page) + within, target, targetOffset, length);
     }
 
-    /** Copies {@code length} bytes of {@code source} to {@code within} page {@code page}: one pwrite. */
-    void copyToPage(int page, long within, byte[] source, int sourceOffset, int length) {
-        segments.write(page / pagesPerSegment, offsetInSegment(page) + within, source, sourceOffset, length);
+    /** Copies {@code source} to {@code within} page {@code page}: one pwrite. */
+    void copyToPage(int page, long within, MemorySegment source) {
+        segments.write(page / pagesPerSegment, offsetInSegment(page) + within, source);
     }
 
     /**

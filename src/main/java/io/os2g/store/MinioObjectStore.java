@@ -46,6 +46,8 @@ public final class MinioObjectStore implements ObjectStore {
     private final OkHttpClient http;
     private final BucketEndpoint endpoint;
     private final RangedGet rangedGet;
+    /** GETs whose bodies are read from the socket by the caller, for a plain-HTTP endpoint; null after one it could not read. */
+    private volatile SocketGet socketGet;
     private final ListObjectsV2 listing;
     private final LongAdder gets = new LongAdder();
     private final LongAdder retries = new LongAdder();
@@ -89,6 +91,8 @@ public final class MinioObjectStore implements ObjectStore {
         }
         this.endpoint = new BucketEndpoint(client, config);
         this.rangedGet = new RangedGet(http, endpoint);
+        this.socketGet = "http".equals(config.endpoint().getScheme())
+                ? new SocketGet(CONNECT_TIMEOUT, call, config.maxConnections()) : null;
         this.listing = new ListObjectsV2(http, endpoint);
     }
 
@@ -170,7 +174,7 @@ public final class MinioObjectStore implements ObjectStore {
             getsInFlight.increment();
             long start = System.nanoTime();
             try {
-                rangedGet.read(key, offset, length, etag, reader);
+                get(key, offset, length, etag, reader);
             } catch (Exception e) {
                 throw classify(e, key + " [" + offset + ", +" + length + ")");
             } finally {
@@ -179,6 +183,23 @@ public final class MinioObjectStore implements ObjectStore {
             }
             return null;
         });
+    }
+
+    private void get(String key, long offset, long length, String etag, BodyReader reader) throws IOException {
+        SocketGet direct = socketGet;
+        if (direct == null) {
+            rangedGet.read(key, offset, length, etag, reader);
+            return;
+        }
+        try {
+            direct.read(RangedGet.request(endpoint, key, offset, length, etag), offset, length,
+                    RangedGet.what(endpoint, key, offset, length), reader);
+        } catch (SocketGet.Unsupported e) {
+            LOG.info("{} sent {}: its GETs go through OkHttp from now on", config.endpoint(), e.getMessage());
+            socketGet = null;
+            direct.close();
+            rangedGet.read(key, offset, length, etag, reader);
+        }
     }
 
     @Override
@@ -268,6 +289,10 @@ public final class MinioObjectStore implements ObjectStore {
 
     @Override
     public void close() {
+        SocketGet direct = socketGet;
+        if (direct != null) {
+            direct.close();
+        }
         http.dispatcher().executorService().shutdown();
         http.connectionPool().evictAll();
     }

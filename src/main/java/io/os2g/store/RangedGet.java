@@ -22,7 +22,7 @@ final class RangedGet {
 
     private static final Pattern CONTENT_RANGE = Pattern.compile("bytes (\\d+)-(\\d+)/(\\d+|\\*)");
     private static final Pattern ERROR_CODE = Pattern.compile("<Code>([^<]{1,128})</Code>");
-    private static final int MAX_ERROR_BODY = 16 * 1024;
+    static final int MAX_ERROR_BODY = 16 * 1024;
 
     private final OkHttpClient http;
     private final BucketEndpoint endpoint;
@@ -39,20 +39,11 @@ final class RangedGet {
      */
     void read(String key, long offset, long length, String etag, ObjectStore.BodyReader reader)
             throws IOException {
-        Request.Builder request = new Request.Builder()
-                .url(endpoint.object(key))
-                .get()
-                // without it OkHttp asks for gzip and inflates transparently: a range of the object, not of the body
-                .header("Accept-Encoding", "identity")
-                .header("Range", "bytes=" + offset + "-" + (offset + length - 1));
-        if (!etag.isEmpty()) {
-            request.header("If-Match", "\"" + etag + "\"");
-        }
-        String what = "bucket=" + endpoint.bucket() + ", key=" + key + " [" + offset + ", +" + length + ")";
-        try (Response response = http.newCall(endpoint.sign(request)).execute()) {
+        String what = what(endpoint, key, offset, length);
+        try (Response response = http.newCall(request(endpoint, key, offset, length, etag)).execute()) {
             int status = response.code();
-            if (status == 206 || status == 200) {
-                checkRange(response, what, offset, length);
+            if (status == 200 || status == 206) {
+                checkRange(status, response.header("Content-Range"), what, offset, length);
                 try (InputStream body = response.body().byteStream()) {
                     reader.read(body);
                 }
@@ -62,14 +53,32 @@ final class RangedGet {
         }
     }
 
+    /** The signed ranged GET of {@code [offset, offset + length)} of {@code key}, If-Match {@code etag} unless empty. */
+    static Request request(BucketEndpoint endpoint, String key, long offset, long length, String etag) {
+        Request.Builder request = new Request.Builder()
+                .url(endpoint.object(key))
+                .get()
+                // without it OkHttp asks for gzip and inflates transparently: a range of the object, not of the body
+                .header("Accept-Encoding", "identity")
+                .header("Range", "bytes=" + offset + "-" + (offset + length - 1));
+        if (!etag.isEmpty()) {
+            request.header("If-Match", "\"" + etag + "\"");
+        }
+        return endpoint.sign(request);
+    }
+
+    /** The GET as its failures name it. */
+    static String what(BucketEndpoint endpoint, String key, long offset, long length) {
+        return "bucket=" + endpoint.bucket() + ", key=" + key + " [" + offset + ", +" + length + ")";
+    }
+
     /**
      * A body that does not start at {@code offset} would be wrong bytes: refuse it. A 206 without
      * Content-Range is taken at its word (S3Proxy's filesystem backend sends one for a range that is the
      * whole object); a Content-Range that is present must be the range asked for.
      */
-    private static void checkRange(Response response, String what, long offset, long length) {
-        String contentRange = response.header("Content-Range");
-        if (response.code() == 200) {
+    static void checkRange(int status, String contentRange, String what, long offset, long length) {
+        if (status == 200) {
             // a server that ignores Range sends the whole object: right only when the range starts at 0
             if (offset == 0) {
                 return;
@@ -93,12 +102,16 @@ final class RangedGet {
             // as much as there is, up to the bound (a gzipped body has no length until read)
             okio.BufferedSource peek = body.source().peek();
             peek.request(MAX_ERROR_BODY);
-            byte[] head = peek.readByteArray(Math.min(MAX_ERROR_BODY, peek.getBuffer().size()));
-            Matcher m = ERROR_CODE.matcher(new String(head, StandardCharsets.UTF_8));
-            return m.find() ? m.group(1) : "";
+            return errorCode(peek.readByteArray(Math.min(MAX_ERROR_BODY, peek.getBuffer().size())));
         } catch (IOException | RuntimeException e) {
             return "";
         }
+    }
+
+    /** The S3 error code in the first bytes of an error response's body, or "". */
+    static String errorCode(byte[] head) {
+        Matcher m = ERROR_CODE.matcher(new String(head, StandardCharsets.UTF_8));
+        return m.find() ? m.group(1) : "";
     }
 
     /** The kind of failure an S3 error code or, without one, an HTTP status means. */
