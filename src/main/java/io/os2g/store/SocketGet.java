@@ -84,7 +84,13 @@ final class SocketGet implements AutoCloseable {
             Connection connection = take(request.url());
             ScheduledFuture<?> deadline = DEADLINES.schedule(connection::expire, callTimeout.toNanos(), TimeUnit.NANOSECONDS);
             try {
-                exchange(connection, head, offset, length, what, reader);
+                boolean reusable = exchange(connection, head, offset, length, what, reader);
+                // a deadline that fired as the answer ended has closed the socket: not one to keep
+                if (deadline.cancel(false) && reusable) {
+                    giveBack(connection);
+                } else {
+                    connection.close();
+                }
                 return;
             } catch (IOException e) {
                 connection.close();
@@ -104,8 +110,9 @@ final class SocketGet implements AutoCloseable {
         }
     }
 
-    private void exchange(Connection connection, byte[] request, long offset, long length, String what,
-                          ObjectStore.BodyReader reader) throws IOException {
+    /** Returns whether the connection may serve another GET. */
+    private boolean exchange(Connection connection, byte[] request, long offset, long length, String what,
+                             ObjectStore.BodyReader reader) throws IOException {
         ByteBuffer out = ByteBuffer.wrap(request);
         while (out.hasRemaining()) {
             connection.channel.write(out);
@@ -116,21 +123,14 @@ final class SocketGet implements AutoCloseable {
             RangedGet.checkRange(status, head.header("content-range"), what, offset, length);
             long contentLength = head.contentLength();
             if (contentLength < 0) {
-                connection.close();
                 throw new Unsupported("an answer without Content-Length (" + head.header("transfer-encoding") + ")");
             }
             Body body = new Body(connection, contentLength);
             reader.read(body);
-            if (body.remaining == 0 && head.keepAlive()) {
-                giveBack(connection);
-            } else {
-                connection.close();
-            }
-            return;
+            return body.remaining == 0 && head.keepAlive();
         }
         long contentLength = head.contentLength();
         byte[] error = new Body(connection, contentLength < 0 ? 0 : Math.min(contentLength, RangedGet.MAX_ERROR_BODY)).readAllBytes();
-        connection.close();
         throw RangedGet.failure(status, RangedGet.errorCode(error), what);
     }
 
