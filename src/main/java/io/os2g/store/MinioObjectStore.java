@@ -12,6 +12,9 @@ import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.ConnectException;
 import java.net.NoRouteToHostException;
+import java.net.Proxy;
+import java.net.ProxySelector;
+import java.net.URI;
 import java.net.UnknownHostException;
 import java.security.GeneralSecurityException;
 import java.time.Duration;
@@ -91,9 +94,15 @@ public final class MinioObjectStore implements ObjectStore {
         }
         this.endpoint = new BucketEndpoint(client, config);
         this.rangedGet = new RangedGet(http, endpoint);
-        this.socketGet = "http".equals(config.endpoint().getScheme())
+        this.socketGet = "http".equals(config.endpoint().getScheme()) && direct(config.endpoint())
                 ? new SocketGet(CONNECT_TIMEOUT, call, config.maxConnections()) : null;
         this.listing = new ListObjectsV2(http, endpoint);
+    }
+
+    /** Whether the JVM's proxy settings ({@code -Dhttp.proxyHost}) send {@code endpoint} straight, not through a proxy OkHttp would use. */
+    private static boolean direct(URI endpoint) {
+        ProxySelector selector = ProxySelector.getDefault();
+        return selector == null || selector.select(endpoint).stream().allMatch(p -> p.type() == Proxy.Type.DIRECT);
     }
 
     private static OkHttpClient withTls(OkHttpClient http, StoreConfig config) {
@@ -115,7 +124,7 @@ public final class MinioObjectStore implements ObjectStore {
         }
     }
 
-    public java.net.URI endpoint() {
+    public URI endpoint() {
         return config.endpoint();
     }
 

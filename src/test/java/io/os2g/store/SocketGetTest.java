@@ -152,6 +152,29 @@ class SocketGetTest {
         }
     }
 
+    @Test
+    void anEndpointTheJvmSendsThroughAProxyIsReadThroughOkHttpAndTheProxy() throws Exception {
+        scripted = new ScriptedServer(request -> ScriptedServer.answer("HTTP/1.1 206 Partial Content", "via"), 0);
+        java.net.ProxySelector before = java.net.ProxySelector.getDefault();
+        java.net.Proxy proxy = new java.net.Proxy(java.net.Proxy.Type.HTTP, new InetSocketAddress("127.0.0.1", scripted.port()));
+        java.net.ProxySelector.setDefault(new java.net.ProxySelector() {
+            @Override
+            public java.util.List<java.net.Proxy> select(URI uri) {
+                return java.util.List.of(proxy);
+            }
+
+            @Override
+            public void connectFailed(URI uri, java.net.SocketAddress address, IOException e) {
+            }
+        });
+        try (MinioObjectStore store = new MinioObjectStore(config("http://store.invalid:9000"))) {
+            assertArrayEquals("via".getBytes(StandardCharsets.US_ASCII), readAsStream(store, "k", 0, 3));
+            assertEquals("GET http://store.invalid:9000/data/k HTTP/1.1", scripted.lastRequest.lines().findFirst().orElseThrow());
+        } finally {
+            java.net.ProxySelector.setDefault(before);
+        }
+    }
+
     private static StoreConfig config(String endpoint) {
         return new StoreConfig(URI.create(endpoint), "us-east-1", "data", new Credentials("id", "secret", null), false,
                 new RetryPolicy(3, Duration.ofMillis(5), Duration.ofMillis(20), Duration.ofSeconds(5)), 4, Tls.SYSTEM);
