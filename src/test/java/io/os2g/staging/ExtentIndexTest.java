@@ -233,6 +233,70 @@ class ExtentIndexTest {
         assertEquals(4L * PAGE, index.freeBytes());
     }
 
+    /** A body as the agent's own GET sockets give it: a stream that is a channel too, read a little at a time. */
+    private static final class ChannelBody extends ByteArrayInputStream implements java.nio.channels.ReadableByteChannel {
+        int channelReads;
+        int streamBytes;
+
+        ChannelBody(byte[] body) {
+            super(body);
+        }
+
+        @Override
+        public int read(java.nio.ByteBuffer target) {
+            channelReads++;
+            int n = Math.min(Math.min(target.remaining(), 1000), available());
+            if (n == 0) {
+                return -1;
+            }
+            target.put(buf, pos, n);
+            pos += n;
+            return n;
+        }
+
+        @Override
+        public synchronized int read() {
+            streamBytes++;
+            return super.read();
+        }
+
+        @Override
+        public synchronized int read(byte[] b, int off, int len) {
+            streamBytes += len;
+            return super.read(b, off, len);
+        }
+
+        @Override
+        public boolean isOpen() {
+            return true;
+        }
+    }
+
+    @Test
+    void aBodyThatIsAChannelIsStagedThroughNativeMemoryAndMustBeExactlyTheLength() throws IOException {
+        ExtentIndex index = index(16L * PAGE, Duration.ofSeconds(1));
+        byte[] body = pattern(5 * PAGE + 123, 4);
+        ChannelBody in = new ChannelBody(body);
+        Reservation r = index.reserve(body.length);
+        r.fill(in);
+        r.publish(new ChunkKey(9, 0), "e");
+        assertTrue(in.channelReads >= body.length / 1000, "read as a channel: " + in.channelReads);
+        assertEquals(1, in.streamBytes, "as a stream only to see that it ends");
+        StagedChunk chunk = index.view().acquire(new ChunkKey(9, 0), "e");
+        try {
+            assertArrayEquals(body, read(index, chunk, 0, body.length));
+        } finally {
+            index.view().release(chunk);
+        }
+        Reservation shortOne = index.reserve(PAGE + 1);
+        assertThrows(EOFException.class, () -> shortOne.fill(new ChannelBody(new byte[PAGE])));
+        shortOne.cancel();
+        Reservation longOne = index.reserve(PAGE);
+        IOException e = assertThrows(IOException.class, () -> longOne.fill(new ChannelBody(new byte[PAGE + 1])));
+        assertTrue(e.getMessage().contains("longer than requested"), e.getMessage());
+        longOne.cancel();
+    }
+
     @Test
     void stagingDirIs0700AndSegmentFiles0600AndCloseRemovesThem() throws IOException {
         index(8L * PAGE, Duration.ofSeconds(1));
