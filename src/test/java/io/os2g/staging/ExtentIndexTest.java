@@ -235,17 +235,23 @@ class ExtentIndexTest {
 
     /** A body as the agent's own GET sockets give it: a stream that is a channel too, read a little at a time. */
     private static final class ChannelBody extends ByteArrayInputStream implements java.nio.channels.ReadableByteChannel {
+        private final int maxRead;
         int channelReads;
         int streamBytes;
 
         ChannelBody(byte[] body) {
+            this(body, 1000);
+        }
+
+        ChannelBody(byte[] body, int maxRead) {
             super(body);
+            this.maxRead = maxRead;
         }
 
         @Override
         public int read(java.nio.ByteBuffer target) {
             channelReads++;
-            int n = Math.min(Math.min(target.remaining(), 1000), available());
+            int n = Math.min(Math.min(target.remaining(), maxRead), available());
             if (n == 0) {
                 return -1;
             }
@@ -295,6 +301,34 @@ class ExtentIndexTest {
         IOException e = assertThrows(IOException.class, () -> longOne.fill(new ChannelBody(new byte[PAGE + 1])));
         assertTrue(e.getMessage().contains("longer than requested"), e.getMessage());
         longOne.cancel();
+    }
+
+    @Test
+    void aReadSpanningManyPagesLandsInEachOfThemWhereverTheyLie() throws IOException {
+        ExtentIndex index = index(16L * PAGE, Duration.ofSeconds(1));
+        // pages 0-1, 2-4 and 5-6 taken, the first and last given back: the next reservation's pages
+        // lie in two runs with a taken run between them, and across a segment's end (4 pages each)
+        Reservation first = index.reserve(2 * PAGE);
+        Reservation middle = index.reserve(3 * PAGE);
+        Reservation last = index.reserve(2 * PAGE);
+        first.cancel();
+        last.cancel();
+        byte[] body = pattern(12 * PAGE + 77, 5);
+        Reservation r = index.reserve(body.length);
+        assertTrue(java.util.stream.IntStream.range(1, r.pages().length).anyMatch(i -> r.pages()[i] != r.pages()[i - 1] + 1),
+                "pages in more than one run: " + java.util.Arrays.toString(r.pages()));
+        ChannelBody in = new ChannelBody(body, Integer.MAX_VALUE);
+        r.fill(in);
+        r.publish(new ChunkKey(11, 0), "e");
+        assertTrue(in.channelReads <= 3, "read in steps of a MiB, not page by page: " + in.channelReads);
+        StagedChunk chunk = index.view().acquire(new ChunkKey(11, 0), "e");
+        try {
+            assertArrayEquals(body, read(index, chunk, 0, body.length));
+            assertArrayEquals(java.util.Arrays.copyOfRange(body, PAGE - 5, 3 * PAGE + 9), read(index, chunk, PAGE - 5, 2 * PAGE + 14));
+        } finally {
+            index.view().release(chunk);
+        }
+        middle.cancel();
     }
 
     @Test
