@@ -3,7 +3,6 @@ package io.os2g.staging;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.ReadableByteChannel;
@@ -13,15 +12,6 @@ import java.nio.channels.ReadableByteChannel;
  * either publishes them into the index or cancels; either way, exactly once.
  */
 public final class Reservation {
-
-    /**
-     * Native memory a channel body is read into: up to 1 MiB per read(2), not a page. The agent's
-     * reads of a sequential GiB fell from 19,370 to 1,865 (and its pwrites from 18,694 to 1,330); on
-     * the benchmark VM a loop that drains a loopback socket into a tmpfs file spends 0.39 CPU s per
-     * GiB 64 KiB at a time and 0.24 a MiB at a time. A stream body is read through a heap array of a
-     * page: a MiB would be a humongous object for G1 at the launcher's heap.
-     */
-    static final int CHANNEL_BUFFER = 1 << 20;
 
     private final ExtentIndex index;
     private final int length;
@@ -52,12 +42,16 @@ public final class Reservation {
      */
     public void fill(InputStream in) throws IOException {
         if (in instanceof ReadableByteChannel channel) {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment buffer = arena.allocate(Math.min(CHANNEL_BUFFER, Math.max(length, 1)));
+            // more than a page per read(2): fewer calls for the same bytes (docs/PERFORMANCE.md)
+            MemorySegment buffer = FillBuffers.SHARED.take();
+            try {
                 ByteBuffer window = buffer.asByteBuffer();
                 fill(want -> Math.max(0, channel.read(window.clear().limit(want))), buffer);
+            } finally {
+                FillBuffers.SHARED.giveBack(buffer);
             }
         } else {
+            // a page: a MiB on the heap would be a humongous object for G1 at the launcher's heap
             byte[] buffer = new byte[Math.min(index.region().pageSize(), Math.max(length, 1))];
             fill(want -> in.readNBytes(buffer, 0, want), MemorySegment.ofArray(buffer));
         }
