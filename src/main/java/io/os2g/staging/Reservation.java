@@ -51,7 +51,8 @@ public final class Reservation {
                 FillBuffers.SHARED.giveBack(buffer);
             }
         } else {
-            // a page: a MiB on the heap would be a humongous object for G1 at the launcher's heap
+            // a page: a stream (a decoder, a tar member, OkHttp's body) reads its socket through
+            // buffers of its own, so a larger array here would buy no fewer system calls
             byte[] buffer = new byte[Math.min(index.region().pageSize(), Math.max(length, 1))];
             fill(want -> in.readNBytes(buffer, 0, want), MemorySegment.ofArray(buffer));
         }
