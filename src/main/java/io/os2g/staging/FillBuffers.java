@@ -2,8 +2,8 @@ package io.os2g.staging;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.ConcurrentLinkedDeque;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.BlockingDeque;
+import java.util.concurrent.LinkedBlockingDeque;
 
 /**
  * Native buffers that channel bodies are read into on their way to staging, kept for the next fill.
@@ -19,30 +19,20 @@ final class FillBuffers {
     /** The process's: as many kept as a mount's fetches in flight by default, 8 MiB at most. */
     static final FillBuffers SHARED = new FillBuffers(32);
 
-    private final int kept;
-    private final ConcurrentLinkedDeque<MemorySegment> idle = new ConcurrentLinkedDeque<>();
-    private final AtomicInteger idleCount = new AtomicInteger();
+    private final BlockingDeque<MemorySegment> idle;
 
     FillBuffers(int kept) {
-        this.kept = kept;
+        this.idle = new LinkedBlockingDeque<>(kept);
     }
 
     /** A buffer of {@link #SIZE} bytes, its contents whatever the last fill left. */
     MemorySegment take() {
         MemorySegment buffer = idle.pollFirst();
-        if (buffer != null) {
-            idleCount.decrementAndGet();
-            return buffer;
-        }
-        return Arena.ofAuto().allocate(SIZE, 4096);
+        return buffer != null ? buffer : Arena.ofAuto().allocate(SIZE, 4096);
     }
 
     /** Hands {@code buffer} back for the next fill; the caller no longer touches it. */
     void giveBack(MemorySegment buffer) {
-        if (idleCount.incrementAndGet() <= kept) {
-            idle.offerFirst(buffer); // the most recent first: its pages are the warmest
-        } else {
-            idleCount.decrementAndGet();
-        }
+        idle.offerFirst(buffer); // the most recent first, its pages the warmest; refused when kept is reached
     }
 }
