@@ -1,6 +1,7 @@
 """A real mount of a real S3 server, read the way training code reads: bytes, preads, mmap, walks."""
 
 import errno
+import json
 import mmap
 import os
 import random
@@ -59,6 +60,24 @@ def test_bytes_equal_the_objects(mount):
             with open(mount.path / key, "rb") as f:
                 assert sha256(f.read()) == sha256(body), key
             assert os.stat(mount.path / key).st_size == len(body)
+
+
+def test_a_small_file_read_by_python_takes_one_read_request(mount):
+    """st_blksize is 128 KiB: Python's buffered reader (what PIL reads through) asks that much first,
+    the kernel reads ahead from it, and a 125 KB file comes in one READ (with st_blksize 4 KiB: three,
+    16 KiB, 64 KiB, then the rest)."""
+    path = mount.path / "train/small.bin"
+    assert os.stat(path).st_blksize == 128 * 1024
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # what earlier tests left in the page cache
+    os.close(fd)
+    reads = json.loads((mount.path / ".os2g/stats").read_text())["reads"]
+    with open(path, "rb") as f:
+        data = f.read(16)  # the magic bytes first, as PIL reads an image
+        while chunk := f.read(65536):
+            data += chunk
+    assert data == FILES["train/small.bin"]
+    assert json.loads((mount.path / ".os2g/stats").read_text())["reads"] - reads == 1
 
 
 def test_random_preads(mount):

@@ -84,6 +84,15 @@ public interface FuseFileSystem {
         throw new ReadOnly();
     }
 
+    /**
+     * Every node's st_blksize: the size that stdio, Python's {@code io} and many tools read in. A
+     * reader's first read sets the kernel's first readahead window (two to four times it), so a small
+     * first read splits a small file into several READs.
+     */
+    default int blockSize() {
+        return 4096;
+    }
+
     /** access(2): returns if {@code mask} (R_OK, W_OK, X_OK) is allowed. */
     default void access(long node, int mask) {
     }

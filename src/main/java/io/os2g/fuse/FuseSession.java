@@ -64,6 +64,8 @@ public final class FuseSession implements AutoCloseable {
     private boolean closed;
     private final FuseFileSystem fs;
     private final Timeouts timeouts;
+    /** st_blksize of every node, as the file system says (a power of two). */
+    private final int blockSize;
     private final List<Thread> threads = new ArrayList<>();
     /** The largest READ (and WRITE) the kernel may send: what a reply pipe holds. */
     private final int largestRequest = PipedReply.largestRead();
@@ -86,6 +88,10 @@ public final class FuseSession implements AutoCloseable {
         this.device = device;
         this.fs = fs;
         this.timeouts = timeouts;
+        this.blockSize = fs.blockSize();
+        if (blockSize < 512 || Integer.bitCount(blockSize) != 1) {
+            throw new IllegalArgumentException("block size must be a power of two of at least 512: " + blockSize);
+        }
         for (int i = 0; i < threads; i++) {
             Thread t = Thread.ofPlatform().name("fuse-" + i).daemon().unstarted(this::serve);
             this.threads.add(t);
@@ -404,7 +410,7 @@ public final class FuseSession implements AutoCloseable {
         }
     }
 
-    private static void attributes(MemorySegment a, FuseFileSystem.Attributes attributes) {
+    private void attributes(MemorySegment a, FuseFileSystem.Attributes attributes) {
         a.set(LONG, 0, attributes.node());
         a.set(LONG, 8, attributes.size());
         a.set(LONG, 16, (attributes.size() + 511) / 512);
@@ -418,7 +424,7 @@ public final class FuseSession implements AutoCloseable {
         a.set(INT, 64, attributes.nlink());
         a.set(INT, 68, attributes.uid());
         a.set(INT, 72, attributes.gid());
-        a.set(INT, 80, 4096); // blksize
+        a.set(INT, 80, blockSize);
     }
 
     /**
