@@ -38,6 +38,10 @@ final class Wire {
     private final Object writeLock = new Object();
     /** Frames {@link #sendSoon} holds until the flusher writes them; guarded by {@link #writeLock}. */
     private final ByteArrayOutputStream soon = new ByteArrayOutputStream();
+    /** The thread that reads this wire: it writes the frames it sent soon itself, before it waits for input. */
+    private volatile Thread receiver;
+    /** Whether {@link #receiver} has sent frames soon that no flush has taken yet. */
+    private volatile boolean receiverSentSoon;
 
     Wire(InputStream in, OutputStream out) {
         this.in = new DataInputStream(new java.io.BufferedInputStream(in, 64 * 1024));
@@ -61,24 +65,30 @@ final class Wire {
     }
 
     /**
-     * Sends a frame within {@link #SOON_MILLIS} instead of at once, with the others sent soon in the
-     * meantime: one write, and one wake-up of the peer's reader, for a burst of answers nobody waits on
-     * (the agent's "READ answered" to the shim: the reader has its bytes already).
+     * Sends a frame soon instead of at once, with the others sent soon in the meantime: one write, and
+     * one wake-up of the peer's reader, for a burst of answers nobody waits on (the agent's "READ
+     * answered" to the shim: the reader has its bytes already). Sent by the thread that reads this
+     * wire, the frames go when it next waits for input (the end of the burst of requests it is
+     * answering); sent by any other thread, within {@link #SOON_MILLIS}, by the flusher.
      */
     void sendSoon(long id, Message message) throws IOException {
         byte[] frame = frame(id, message);
+        boolean byReceiver = Thread.currentThread() == receiver;
         boolean first;
         synchronized (writeLock) {
             first = soon.size() == 0;
             soon.write(frame);
             if (soon.size() >= SOON_MAX_BYTES) {
-                soon.writeTo(out);
-                soon.reset();
-                out.flush();
+                writeSoon();
                 return;
             }
+            if (byReceiver) {
+                receiverSentSoon = true;
+            }
         }
-        if (first) {
+        // the reader's own frames need no timer: waking the flusher cost the agent more CPU per small
+        // file than the write itself
+        if (first && !byReceiver) {
             FLUSHER.schedule(this::flushSoon, SOON_MILLIS, TimeUnit.MILLISECONDS);
         }
     }
@@ -86,14 +96,19 @@ final class Wire {
     private void flushSoon() {
         try {
             synchronized (writeLock) {
-                if (soon.size() > 0) {
-                    soon.writeTo(out);
-                    soon.reset();
-                    out.flush();
-                }
+                writeSoon();
             }
         } catch (IOException e) {
             // the connection broke: its reader sees it and ends the session
+        }
+    }
+
+    /** Writes the frames held for soon, if any; under {@link #writeLock}. */
+    private void writeSoon() throws IOException {
+        if (soon.size() > 0) {
+            soon.writeTo(out);
+            soon.reset();
+            out.flush();
         }
     }
 
@@ -114,8 +129,20 @@ final class Wire {
         return frame;
     }
 
-    /** The next frame; EOFException when the peer closed the connection. */
+    /**
+     * The next frame; EOFException when the peer closed the connection. One thread reads a wire: before
+     * it waits for the peer, it writes the frames it sent soon.
+     */
     Frame receive() throws IOException {
+        receiver = Thread.currentThread();
+        // only with frames of its own held: a reader that waited for the lock of writers blocked on a
+        // full socket could close a circle with the peer's reader
+        if (receiverSentSoon && in.available() == 0) {
+            synchronized (writeLock) {
+                receiverSentSoon = false;
+                writeSoon();
+            }
+        }
         int length = in.readInt();
         if (length < 9 || length > MAX_FRAME) {
             throw new IOException("bad frame length " + length);

@@ -78,6 +78,49 @@ class WireTest {
     }
 
     @Test
+    void framesTheReaderSendsSoonGoInOneWriteWhenItWaitsForTheNextFrame() throws Exception {
+        java.io.PipedOutputStream toReader = new java.io.PipedOutputStream();
+        java.io.PipedInputStream readerIn = new java.io.PipedInputStream(toReader, 1 << 16);
+        List<byte[]> writes = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        java.io.OutputStream out = new java.io.OutputStream() {
+            @Override
+            public void write(int b) {
+                write(new byte[] {(byte) b}, 0, 1);
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) {
+                writes.add(java.util.Arrays.copyOfRange(b, off, off + len));
+            }
+        };
+        Wire wire = new Wire(readerIn, out);
+        Wire peer = new Wire(new ByteArrayInputStream(new byte[0]), toReader);
+        peer.send(1, new Message.Answer(new ReadRequest(7, 0, 4096), 11));
+        peer.send(2, new Message.Answer(new ReadRequest(7, 4096, 4096), 12));
+        Thread reader = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                for (;;) {
+                    Wire.Frame frame = wire.receive();
+                    wire.sendSoon(frame.id(), new Message.Answered(4096, 1, 0)); // as the agent answers a staged READ
+                }
+            } catch (IOException e) {
+                // the test hung up
+            }
+        });
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+        while (writes.isEmpty()) {
+            assertTrue(System.nanoTime() < deadline, "the reader's answers were never written");
+            Thread.sleep(1);
+        }
+        assertEquals(1, writes.size(), "both answers in one write, once both requests were read");
+        Wire answers = new Wire(new ByteArrayInputStream(writes.getFirst()), new ByteArrayOutputStream());
+        assertEquals(new Wire.Frame(1, new Message.Answered(4096, 1, 0)), answers.receive());
+        assertEquals(2, answers.receive().id());
+        toReader.close();
+        reader.join(5000);
+    }
+
+    @Test
     void aHelloOfAnotherVersionIsReadAsSuchWithoutItsBody() throws IOException {
         ByteArrayOutputStream sent = new ByteArrayOutputStream();
         new Wire(new ByteArrayInputStream(new byte[0]), sent).send(0, new Message.Hello(Wire.VERSION + 1,
