@@ -207,7 +207,8 @@ public final class SocketLink implements AgentLink {
         if (redialer != null && redialer.isAlive()) {
             return;
         }
-        redialer = Thread.ofVirtual().name("os2g-link-redial").start(() -> {
+        // a platform thread: a virtual one connecting the socket would leave it non-blocking (see Wire)
+        redialer = Thread.ofPlatform().daemon().name("os2g-link-redial").start(() -> {
             while (!closed && current == null) {
                 try {
                     Thread.sleep(RECONNECT_EVERY);

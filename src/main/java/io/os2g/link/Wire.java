@@ -33,6 +33,10 @@ final class Wire {
     private static final ScheduledExecutorService FLUSHER = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().daemon().name("os2g-link-flush").factory());
 
+    /** Platform threads that write frames sent from virtual threads ({@link #sendFromPlatformThread}). */
+    private static final java.util.concurrent.ExecutorService WRITERS = Executors.newCachedThreadPool(
+            Thread.ofPlatform().daemon().name("os2g-link-write-", 0).factory());
+
     private final DataInputStream in;
     private final OutputStream out;
     private final Object writeLock = new Object();
@@ -54,6 +58,14 @@ final class Wire {
 
     void send(long id, Message message) throws IOException {
         byte[] frame = frame(id, message);
+        if (Thread.currentThread().isVirtual()) {
+            sendFromPlatformThread(frame);
+            return;
+        }
+        write(frame);
+    }
+
+    private void write(byte[] frame) throws IOException {
         synchronized (writeLock) {
             if (soon.size() > 0) {
                 soon.writeTo(out); // frames sent soon go first: the order on the wire is the order sent
@@ -61,6 +73,30 @@ final class Wire {
             }
             out.write(frame);
             out.flush();
+        }
+    }
+
+    /**
+     * Writes a virtual thread's frame on a platform thread, and waits for it. A virtual thread that
+     * writes to a blocking socket channel makes the JDK turn its descriptor non-blocking for good;
+     * then each wait of the platform thread reading the other direction becomes read(2), EAGAIN,
+     * poll(2), read(2) (the agent's link reader paid that at every wake-up). Virtual threads send
+     * rarely here (listings, answers after a fetch), so the hand-off costs little.
+     */
+    private void sendFromPlatformThread(byte[] frame) throws IOException {
+        try {
+            WRITERS.submit(() -> {
+                write(frame);
+                return null;
+            }).get();
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (e.getCause() instanceof IOException io) {
+                throw io;
+            }
+            throw new IOException(e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while sending");
         }
     }
 
@@ -75,16 +111,22 @@ final class Wire {
         byte[] frame = frame(id, message);
         boolean byReceiver = Thread.currentThread() == receiver;
         boolean first;
+        boolean full;
         synchronized (writeLock) {
             first = soon.size() == 0;
             soon.write(frame);
-            if (soon.size() >= SOON_MAX_BYTES) {
+            full = soon.size() >= SOON_MAX_BYTES;
+            if (full && !Thread.currentThread().isVirtual()) {
                 writeSoon();
                 return;
             }
             if (byReceiver) {
                 receiverSentSoon = true;
             }
+        }
+        if (full) {
+            FLUSHER.execute(this::flushSoon); // now, but on a platform thread (see sendFromPlatformThread)
+            return;
         }
         // the reader's own frames need no timer: waking the flusher cost the agent more CPU per small
         // file than the write itself

@@ -121,6 +121,60 @@ class WireTest {
     }
 
     @Test
+    void aFrameSentFromAVirtualThreadLeavesTheSocketBlocking(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        var address = java.net.UnixDomainSocketAddress.of(dir.resolve("link.sock"));
+        try (var server = java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+            server.bind(address);
+            try (var client = java.nio.channels.SocketChannel.open(address); var accepted = server.accept()) {
+                int before = nonBlockingSockets();
+                Wire wire = new Wire(ChannelStreams.in(client), ChannelStreams.out(client));
+                Thread.ofVirtual().start(() -> {
+                    try {
+                        wire.send(1, new Message.Release(7));
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }).join();
+                assertEquals(before, nonBlockingSockets(), "the platform thread reading the link would poll at every wake-up");
+                Wire peer = new Wire(ChannelStreams.in(accepted), ChannelStreams.out(accepted));
+                assertEquals(new Wire.Frame(1, new Message.Release(7)), peer.receive());
+                // what a write on the virtual thread itself does (and that this test sees it)
+                Thread.ofVirtual().start(() -> {
+                    try {
+                        client.write(java.nio.ByteBuffer.wrap(new byte[1]));
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }).join();
+                assertEquals(before + 1, nonBlockingSockets());
+            }
+        }
+    }
+
+    /** This process's sockets whose descriptor has O_NONBLOCK, from /proc/self/fdinfo. */
+    private static int nonBlockingSockets() throws IOException {
+        int count = 0;
+        try (var fds = java.nio.file.Files.newDirectoryStream(java.nio.file.Path.of("/proc/self/fd"))) {
+            for (java.nio.file.Path fd : fds) {
+                try {
+                    if (!java.nio.file.Files.readSymbolicLink(fd).toString().startsWith("socket:")) {
+                        continue;
+                    }
+                    for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/fdinfo", fd.getFileName().toString()))) {
+                        if (line.startsWith("flags:") && (Integer.parseInt(line.substring(6).trim(), 8) & 04000) != 0) {
+                            count++;
+                        }
+                    }
+                } catch (IOException e) {
+                    // closed meanwhile (the stream's own descriptor)
+                }
+            }
+        }
+        return count;
+    }
+
+    @Test
     void aHelloOfAnotherVersionIsReadAsSuchWithoutItsBody() throws IOException {
         ByteArrayOutputStream sent = new ByteArrayOutputStream();
         new Wire(new ByteArrayInputStream(new byte[0]), sent).send(0, new Message.Hello(Wire.VERSION + 1,
