@@ -265,7 +265,8 @@ public final class SocketLink implements AgentLink {
     /**
      * Opens lazily: the agent hears of the file with its first read or hint, in the same stream, ahead
      * of it, so a file the page cache serves costs no message. A file hinted through
-     * {@code /.os2g/prefetch} is announced at once: its open is what moves the agent's prefetching on.
+     * {@code /.os2g/prefetch} is announced now, even if no READ follows (the page cache has it): its open
+     * is what moves the agent's prefetching on. It goes with the next frame, its first READ's as a rule.
      */
     @Override
     public long open(OpenRequest request) {
@@ -283,11 +284,14 @@ public final class SocketLink implements AgentLink {
         return id;
     }
 
-    /** Sends the open to this connection's agent session if it has not had it yet; no answer is awaited. */
+    /**
+     * Sends the open to this connection's agent session if it has not had it yet; no answer is awaited.
+     * It goes with the next frame sent (a READ's, at once, when this open is bound for one).
+     */
     private long bind(LocalHandle handle, Connection connection) throws IOException {
         synchronized (handle) {
             if (handle.connection != connection) {
-                connection.wire.send(ids.getAndIncrement(), new Message.Open(handle.id, handle.request));
+                connection.wire.sendLater(ids.getAndIncrement(), new Message.Open(handle.id, handle.request));
                 handle.connection = connection;
             }
             return handle.id;
@@ -442,7 +446,7 @@ public final class SocketLink implements AgentLink {
             }
         }
         try {
-            connection.wire.send(ids.getAndIncrement(), new Message.Release(local.id));
+            connection.wire.sendLater(ids.getAndIncrement(), new Message.Release(local.id));
         } catch (IOException e) {
             lost(connection, e);
         }

@@ -28,6 +28,8 @@ final class Wire {
     static final int VERSION = 7;
     private static final int MAX_FRAME = 256 << 20;
     static final long SOON_MILLIS = 2;
+    /** The bound of {@link #sendLater}: a released handle's state and pins stay this long at most. */
+    static final long LATER_MILLIS = 50;
     private static final int SOON_MAX_BYTES = 16 * 1024;
     /** Writes the frames sent soon, for every connection of the process: one daemon thread. */
     private static final ScheduledExecutorService FLUSHER = Executors.newSingleThreadScheduledExecutor(
@@ -46,6 +48,11 @@ final class Wire {
     private volatile Thread receiver;
     /** Whether {@link #receiver} has sent frames soon that no flush has taken yet. */
     private volatile boolean receiverSentSoon;
+    /**
+     * System.nanoTime() by which the flusher's next scheduled run writes what is held; 0 when none is
+     * scheduled. Guarded by {@link #writeLock}.
+     */
+    private long flushDue;
 
     Wire(InputStream in, OutputStream out) {
         this.in = new DataInputStream(new java.io.BufferedInputStream(in, 64 * 1024));
@@ -68,8 +75,10 @@ final class Wire {
     private void write(byte[] frame) throws IOException {
         synchronized (writeLock) {
             if (soon.size() > 0) {
-                soon.writeTo(out); // frames sent soon go first: the order on the wire is the order sent
-                soon.reset();
+                // the frames held go first, in the same write: the order on the wire is the order sent
+                soon.write(frame);
+                writeSoon();
+                return;
             }
             out.write(frame);
             out.flush();
@@ -108,12 +117,24 @@ final class Wire {
      * answering); sent by any other thread, within {@link #SOON_MILLIS}, by the flusher.
      */
     void sendSoon(long id, Message message) throws IOException {
-        byte[] frame = frame(id, message);
+        hold(frame(id, message), SOON_MILLIS);
+    }
+
+    /**
+     * Sends a frame with the next frame sent, or within {@link #LATER_MILLIS} when none is: for news the
+     * peer needs in order but not at once (the shim's opens and releases, which then ride with a READ's
+     * request instead of a write and a wake-up of the agent each).
+     */
+    void sendLater(long id, Message message) throws IOException {
+        hold(frame(id, message), LATER_MILLIS);
+    }
+
+    private void hold(byte[] frame, long withinMillis) throws IOException {
         boolean byReceiver = Thread.currentThread() == receiver;
-        boolean first;
+        long due = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(withinMillis);
+        boolean schedule = false;
         boolean full;
         synchronized (writeLock) {
-            first = soon.size() == 0;
             soon.write(frame);
             full = soon.size() >= SOON_MAX_BYTES;
             if (full && !Thread.currentThread().isVirtual()) {
@@ -121,23 +142,26 @@ final class Wire {
                 return;
             }
             if (byReceiver) {
+                // the reader's own frames need no timer: waking the flusher cost the agent more CPU per
+                // small file than the write itself
                 receiverSentSoon = true;
+            } else if (!full && (flushDue == 0 || due - flushDue < 0)) {
+                // one run scheduled at a time, unless this frame is due before it
+                flushDue = due;
+                schedule = true;
             }
         }
         if (full) {
             FLUSHER.execute(this::flushSoon); // now, but on a platform thread (see sendFromPlatformThread)
-            return;
-        }
-        // the reader's own frames need no timer: waking the flusher cost the agent more CPU per small
-        // file than the write itself
-        if (first && !byReceiver) {
-            FLUSHER.schedule(this::flushSoon, SOON_MILLIS, TimeUnit.MILLISECONDS);
+        } else if (schedule) {
+            FLUSHER.schedule(this::flushSoon, withinMillis, TimeUnit.MILLISECONDS);
         }
     }
 
     private void flushSoon() {
         try {
             synchronized (writeLock) {
+                flushDue = 0;
                 writeSoon();
             }
         } catch (IOException e) {

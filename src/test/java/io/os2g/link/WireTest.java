@@ -82,18 +82,7 @@ class WireTest {
         java.io.PipedOutputStream toReader = new java.io.PipedOutputStream();
         java.io.PipedInputStream readerIn = new java.io.PipedInputStream(toReader, 1 << 16);
         List<byte[]> writes = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
-        java.io.OutputStream out = new java.io.OutputStream() {
-            @Override
-            public void write(int b) {
-                write(new byte[] {(byte) b}, 0, 1);
-            }
-
-            @Override
-            public void write(byte[] b, int off, int len) {
-                writes.add(java.util.Arrays.copyOfRange(b, off, off + len));
-            }
-        };
-        Wire wire = new Wire(readerIn, out);
+        Wire wire = new Wire(readerIn, recording(writes));
         Wire peer = new Wire(new ByteArrayInputStream(new byte[0]), toReader);
         peer.send(1, new Message.Answer(new ReadRequest(7, 0, 4096), 11));
         peer.send(2, new Message.Answer(new ReadRequest(7, 4096, 4096), 12));
@@ -118,6 +107,43 @@ class WireTest {
         assertEquals(2, answers.receive().id());
         toReader.close();
         reader.join(5000);
+    }
+
+    @Test
+    void aFrameSentLaterGoesInTheWriteOfTheNextFrameOrAloneWithinItsBound() throws Exception {
+        List<byte[]> writes = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        Wire writer = new Wire(new ByteArrayInputStream(new byte[0]), recording(writes));
+        writer.sendLater(1, new Message.Release(7));
+        writer.sendLater(2, new Message.Open(8, new OpenRequest(42, "train/a.jpg", "etag", 125_000)));
+        writer.send(3, new Message.Answer(new ReadRequest(8, 0, 128 << 10), 11));
+        assertEquals(1, writes.size(), "the release and the open ride with the READ's request");
+        Wire reader = new Wire(new ByteArrayInputStream(writes.getFirst()), new ByteArrayOutputStream());
+        for (long id = 1; id <= 3; id++) {
+            assertEquals(id, reader.receive().id());
+        }
+        writer.sendLater(4, new Message.Release(8));
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+        while (writes.size() < 2) {
+            assertTrue(System.nanoTime() < deadline, "a release with nothing sent after it was never written");
+            Thread.sleep(1);
+        }
+        assertEquals(new Wire.Frame(4, new Message.Release(8)),
+                new Wire(new ByteArrayInputStream(writes.get(1)), new ByteArrayOutputStream()).receive());
+    }
+
+    /** A stream that keeps each write(2) the wire makes, as its own array. */
+    private static java.io.OutputStream recording(List<byte[]> writes) {
+        return new java.io.OutputStream() {
+            @Override
+            public void write(int b) {
+                write(new byte[] {(byte) b}, 0, 1);
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) {
+                writes.add(java.util.Arrays.copyOfRange(b, off, off + len));
+            }
+        };
     }
 
     @Test
