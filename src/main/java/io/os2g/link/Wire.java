@@ -42,12 +42,12 @@ final class Wire {
     private final DataInputStream in;
     private final OutputStream out;
     private final Object writeLock = new Object();
-    /** Frames {@link #sendSoon} holds until the flusher writes them; guarded by {@link #writeLock}. */
+    /** Frames held by {@link #sendSoon} and {@link #sendLater} until they are written; guarded by {@link #writeLock}. */
     private final ByteArrayOutputStream soon = new ByteArrayOutputStream();
     /** The thread that reads this wire: it writes the frames it sent soon itself, before it waits for input. */
     private volatile Thread receiver;
-    /** Whether {@link #receiver} has sent frames soon that no flush has taken yet. */
-    private volatile boolean receiverSentSoon;
+    /** Whether {@link #receiver} holds frames that no write has taken yet. */
+    private volatile boolean receiverHolds;
     /**
      * System.nanoTime() by which the flusher's next scheduled run writes what is held; 0 when none is
      * scheduled. Guarded by {@link #writeLock}.
@@ -69,10 +69,10 @@ final class Wire {
             sendFromPlatformThread(frame);
             return;
         }
-        write(frame);
+        writeFrame(frame);
     }
 
-    private void write(byte[] frame) throws IOException {
+    private void writeFrame(byte[] frame) throws IOException {
         synchronized (writeLock) {
             if (soon.size() > 0) {
                 // the frames held go first, in the same write: the order on the wire is the order sent
@@ -95,7 +95,7 @@ final class Wire {
     private void sendFromPlatformThread(byte[] frame) throws IOException {
         try {
             WRITERS.submit(() -> {
-                write(frame);
+                writeFrame(frame);
                 return null;
             }).get();
         } catch (java.util.concurrent.ExecutionException e) {
@@ -144,7 +144,7 @@ final class Wire {
             if (byReceiver) {
                 // the reader's own frames need no timer: waking the flusher cost the agent more CPU per
                 // small file than the write itself
-                receiverSentSoon = true;
+                receiverHolds = true;
             } else if (!full && (flushDue == 0 || due - flushDue < 0)) {
                 // one run scheduled at a time, unless this frame is due before it
                 flushDue = due;
@@ -203,9 +203,9 @@ final class Wire {
         receiver = Thread.currentThread();
         // only with frames of its own held: a reader that waited for the lock of writers blocked on a
         // full socket could close a circle with the peer's reader
-        if (receiverSentSoon && in.available() == 0) {
+        if (receiverHolds && in.available() == 0) {
             synchronized (writeLock) {
-                receiverSentSoon = false;
+                receiverHolds = false;
                 writeSoon();
             }
         }
