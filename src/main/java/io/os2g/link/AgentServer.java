@@ -169,7 +169,7 @@ public final class AgentServer implements AutoCloseable {
                 if (answerer == null) {
                     reply(wire, id, new Message.Failed(Errno.EIO, "this session answers no reads"));
                 } else {
-                    answerer.answer(answer.request(), answer.unique(), message -> replySoon(wire, id, message), threads);
+                    answerer.answer(answer.request(), answer.unique(), message -> tell(wire, id, message), threads);
                 }
             }
             case Message.Release release -> agent.release(release.handle());
@@ -193,10 +193,20 @@ public final class AgentServer implements AutoCloseable {
         return new Message.Failed(errno, String.valueOf(cause.getMessage()));
     }
 
-    /** A READ's answer: the shim waits on it for its counters and deadline only, so it may go with others. */
-    private static void replySoon(Wire wire, long id, Message message) {
+    /**
+     * Tells the shim how a READ it left to us went. Answered: the reader has its bytes and the shim
+     * waits on this for its counters and deadline only, so it goes with the next frame or within
+     * {@link Wire#LATER_MILLIS} (one wake-up of the shim's reader per batch, not per READ; a stats
+     * request's reply goes after it). Failed: the READ is still open and the shim answers its errno,
+     * so soon.
+     */
+    private static void tell(Wire wire, long id, Message message) {
         try {
-            wire.sendSoon(id, message);
+            if (message instanceof Message.Answered) {
+                wire.sendLater(id, message);
+            } else {
+                wire.sendSoon(id, message);
+            }
         } catch (IOException e) {
             // the shim is gone; its reader ends the session
         }

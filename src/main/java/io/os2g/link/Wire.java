@@ -111,10 +111,10 @@ final class Wire {
 
     /**
      * Sends a frame soon instead of at once, with the others sent soon in the meantime: one write, and
-     * one wake-up of the peer's reader, for a burst of answers nobody waits on (the agent's "READ
-     * answered" to the shim: the reader has its bytes already). Sent by the thread that reads this
-     * wire, the frames go when it next waits for input (the end of the burst of requests it is
-     * answering); sent by any other thread, within {@link #SOON_MILLIS}, by the flusher.
+     * one wake-up of the peer's reader, for a burst of answers (the agent's failed READs, which the
+     * shim answers with their errno). Sent by the thread that reads this wire, the frames go when it
+     * next waits for input (the end of the burst of requests it is answering); sent by any other
+     * thread, within {@link #SOON_MILLIS}, by the flusher.
      */
     void sendSoon(long id, Message message) throws IOException {
         hold(frame(id, message), SOON_MILLIS);
@@ -123,14 +123,17 @@ final class Wire {
     /**
      * Sends a frame with the next frame sent, or within {@link #LATER_MILLIS} when none is: for news the
      * peer needs in order but not at once (the shim's opens and releases, which then ride with a READ's
-     * request instead of a write and a wake-up of the agent each).
+     * request instead of a write and a wake-up of the agent each; the agent's "READ answered", which
+     * then reach the shim in one write and one wake-up per batch). The thread that reads this wire
+     * holds them past its next wait too.
      */
     void sendLater(long id, Message message) throws IOException {
         hold(frame(id, message), LATER_MILLIS);
     }
 
     private void hold(byte[] frame, long withinMillis) throws IOException {
-        boolean byReceiver = Thread.currentThread() == receiver;
+        // the reader's frames sent soon go when it next waits; sent later, they wait for the flusher too
+        boolean byReceiver = Thread.currentThread() == receiver && withinMillis <= SOON_MILLIS;
         long due = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(withinMillis);
         boolean schedule = false;
         boolean full;

@@ -90,7 +90,7 @@ class WireTest {
             try {
                 for (;;) {
                     Wire.Frame frame = wire.receive();
-                    wire.sendSoon(frame.id(), new Message.Answered(4096, 1, 0)); // as the agent answers a staged READ
+                    wire.sendSoon(frame.id(), new Message.Failed(5, "evicted")); // as the agent tells a failed READ
                 }
             } catch (IOException e) {
                 // the test hung up
@@ -103,8 +103,45 @@ class WireTest {
         }
         assertEquals(1, writes.size(), "both answers in one write, once both requests were read");
         Wire answers = new Wire(new ByteArrayInputStream(writes.getFirst()), new ByteArrayOutputStream());
-        assertEquals(new Wire.Frame(1, new Message.Answered(4096, 1, 0)), answers.receive());
+        assertEquals(new Wire.Frame(1, new Message.Failed(5, "evicted")), answers.receive());
         assertEquals(2, answers.receive().id());
+        toReader.close();
+        reader.join(5000);
+    }
+
+    @Test
+    void anAnswerTheReaderSendsLaterWaitsPastItsWaitForInputAndGoesWithinItsBound() throws Exception {
+        java.io.PipedOutputStream toReader = new java.io.PipedOutputStream();
+        java.io.PipedInputStream readerIn = new java.io.PipedInputStream(toReader, 1 << 16);
+        List<byte[]> writes = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        Wire wire = new Wire(readerIn, recording(writes));
+        java.util.concurrent.atomic.AtomicLong answeredAt = new java.util.concurrent.atomic.AtomicLong();
+        Thread reader = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                for (;;) {
+                    Wire.Frame frame = wire.receive();
+                    answeredAt.set(System.nanoTime());
+                    wire.sendLater(frame.id(), new Message.Answered(4096, 1, 0)); // as the agent answers a staged READ
+                }
+            } catch (IOException e) {
+                // the test hung up
+            }
+        });
+        new Wire(new ByteArrayInputStream(new byte[0]), toReader).send(1, new Message.Answer(new ReadRequest(7, 0, 4096), 11));
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+        while (answeredAt.get() == 0 || reader.getState() != Thread.State.TIMED_WAITING) { // back in the pipe's read
+            assertTrue(System.nanoTime() < deadline, "the reader never took the request");
+            Thread.onSpinWait();
+        }
+        if (System.nanoTime() - answeredAt.get() < java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(Wire.LATER_MILLIS)) {
+            assertTrue(writes.isEmpty(), "written when the reader waited for its next request");
+        }
+        while (writes.isEmpty()) {
+            assertTrue(System.nanoTime() < deadline, "an answer with nothing sent after it was never written");
+            Thread.sleep(1);
+        }
+        assertEquals(new Wire.Frame(1, new Message.Answered(4096, 1, 0)),
+                new Wire(new ByteArrayInputStream(writes.getFirst()), new ByteArrayOutputStream()).receive());
         toReader.close();
         reader.join(5000);
     }
