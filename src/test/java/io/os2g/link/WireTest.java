@@ -86,16 +86,8 @@ class WireTest {
         Wire peer = new Wire(new ByteArrayInputStream(new byte[0]), toReader);
         peer.send(1, new Message.Answer(new ReadRequest(7, 0, 4096), 11));
         peer.send(2, new Message.Answer(new ReadRequest(7, 4096, 4096), 12));
-        Thread reader = Thread.ofPlatform().daemon().start(() -> {
-            try {
-                for (;;) {
-                    Wire.Frame frame = wire.receive();
-                    wire.sendSoon(frame.id(), new Message.Failed(5, "evicted")); // as the agent tells a failed READ
-                }
-            } catch (IOException e) {
-                // the test hung up
-            }
-        });
+        // as the agent tells a failed READ
+        Thread reader = answering(wire, frame -> wire.sendSoon(frame.id(), new Message.Failed(5, "evicted")));
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
         while (writes.isEmpty()) {
             assertTrue(System.nanoTime() < deadline, "the reader's answers were never written");
@@ -116,16 +108,9 @@ class WireTest {
         List<byte[]> writes = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
         Wire wire = new Wire(readerIn, recording(writes));
         java.util.concurrent.atomic.AtomicLong answeredAt = new java.util.concurrent.atomic.AtomicLong();
-        Thread reader = Thread.ofPlatform().daemon().start(() -> {
-            try {
-                for (;;) {
-                    Wire.Frame frame = wire.receive();
-                    answeredAt.set(System.nanoTime());
-                    wire.sendLater(frame.id(), new Message.Answered(4096, 1, 0)); // as the agent answers a staged READ
-                }
-            } catch (IOException e) {
-                // the test hung up
-            }
+        Thread reader = answering(wire, frame -> { // as the agent answers a staged READ
+            answeredAt.set(System.nanoTime());
+            wire.sendLater(frame.id(), new Message.Answered(4096, 1, 0));
         });
         new Wire(new ByteArrayInputStream(new byte[0]), toReader).send(1, new Message.Answer(new ReadRequest(7, 0, 4096), 11));
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
@@ -166,6 +151,23 @@ class WireTest {
         }
         assertEquals(new Wire.Frame(4, new Message.Release(8)),
                 new Wire(new ByteArrayInputStream(writes.get(1)), new ByteArrayOutputStream()).receive());
+    }
+
+    private interface FrameAnswer {
+        void answer(Wire.Frame frame) throws IOException;
+    }
+
+    /** A thread that reads {@code wire} and answers each frame, as the agent's link thread does, until the peer hangs up. */
+    private static Thread answering(Wire wire, FrameAnswer answer) {
+        return Thread.ofPlatform().daemon().start(() -> {
+            try {
+                for (;;) {
+                    answer.answer(wire.receive());
+                }
+            } catch (IOException e) {
+                // the test hung up
+            }
+        });
     }
 
     /** A stream that keeps each write(2) the wire makes, as its own array. */
