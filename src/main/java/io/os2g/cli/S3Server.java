@@ -1,13 +1,12 @@
 package io.os2g.cli;
 
 import java.io.IOException;
-import java.lang.reflect.Method;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.URI;
 import java.nio.file.Path;
-import java.util.Map;
+import java.time.Duration;
 import java.util.Properties;
 import org.gaul.s3proxy.AuthenticationType;
 import org.gaul.s3proxy.S3Proxy;
@@ -17,7 +16,8 @@ import org.jclouds.blobstore.BlobStoreContext;
 
 /**
  * A real S3 server for the demo, the tests and the benchmarks: S3Proxy over a directory (jclouds
- * filesystem backend), with S3Proxy's latency middleware to stand in for a remote object store.
+ * filesystem backend), with a fixed delay on each GET, LIST and HEAD ({@link DelayedBlobStore}) to
+ * stand in for a remote object store.
  * Listens on 127.0.0.1 only. The credentials are fixed and public: this is never a production server.
  */
 final class S3Server implements AutoCloseable {
@@ -56,7 +56,7 @@ final class S3Server implements AutoCloseable {
                 .build(BlobStoreContext.class);
         BlobStore blobStore = context.getBlobStore();
         if (latencyMillis > 0) {
-            blobStore = withLatency(blobStore, latencyMillis);
+            blobStore = new DelayedBlobStore(blobStore, Duration.ofMillis(latencyMillis));
         }
         int chosen = port != 0 ? port : freePort();
         URI endpoint = URI.create((keyStore != null ? "https" : "http") + "://127.0.0.1:" + chosen);
@@ -75,20 +75,6 @@ final class S3Server implements AutoCloseable {
         proxy.start();
         waitUntilListening(chosen);
         return new S3Server(proxy, context, endpoint);
-    }
-
-    /** S3Proxy's own latency middleware (its factory is package-private; its parser is public). */
-    private static BlobStore withLatency(BlobStore delegate, long millis) throws ReflectiveOperationException {
-        Properties p = new Properties();
-        for (String op : new String[] {"get", "list", "metadata"}) {
-            p.setProperty("s3proxy.latency-blobstore." + op + ".latency", Long.toString(millis));
-        }
-        Class<?> latency = Class.forName("org.gaul.s3proxy.LatencyBlobStore");
-        Map<?, ?> latencies = (Map<?, ?>) latency.getMethod("parseLatencies", Properties.class).invoke(null, p);
-        Map<?, ?> speeds = (Map<?, ?>) latency.getMethod("parseSpeeds", Properties.class).invoke(null, new Properties());
-        Method factory = latency.getDeclaredMethod("newLatencyBlobStore", BlobStore.class, Map.class, Map.class);
-        factory.setAccessible(true);
-        return (BlobStore) factory.invoke(null, delegate, latencies, speeds);
     }
 
     private static int freePort() throws IOException {
