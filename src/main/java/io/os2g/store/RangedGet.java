@@ -74,8 +74,8 @@ final class RangedGet {
 
     /**
      * A body that does not start at {@code offset} would be wrong bytes: refuse it. A 206 without
-     * Content-Range is taken at its word (S3Proxy's filesystem backend sends one for a range that is the
-     * whole object); a Content-Range that is present must be the range asked for.
+     * Content-Range is taken at its word (S3Proxy's latency middleware sent such answers to every ranged
+     * GET); a Content-Range that is present must be the range asked for.
      */
     static void checkRange(int status, String contentRange, String what, long offset, long length) {
         if (status == 200) {

@@ -79,7 +79,7 @@ class RangedGetTest {
 
     @Test
     void a206WithoutContentRangeIsTakenAtItsWord() throws Exception {
-        // S3Proxy's filesystem backend answers a range that is the whole object this way
+        // S3Proxy's latency middleware answered every ranged GET this way
         try (MinioObjectStore store = storeAnswering(206, "0123".getBytes(StandardCharsets.US_ASCII), null, new AtomicInteger())) {
             byte[] got = new byte[4];
             store.read("k", 0, 4, "", in -> in.readNBytes(got, 0, 4));
