@@ -4,7 +4,9 @@
 # Each round runs every target once, each on a fresh mount after the page cache is dropped; the local
 # copy runs first and last in each round. Prints each round and the means, with ratios to local and
 # between the two os2g modes, and the share of each interval that the hypervisor stole: a round in which
-# any target lost more than 10% is marked, and the means are also given without such rounds.
+# any target lost more than 10% is marked, and the means are also given without such rounds. With s3fs
+# among the targets, a second table gives each gateway's CPU seconds per GiB and each os2g target's
+# share of s3fs's, round by round (the offload's goal: the shim at most a quarter).
 #   tests-integration/bench/pairs.sh [--rounds N] [--workload LABEL] [--targets "local os2g os2g-split"]
 #                                    [--warm-agent FILES]
 # (after run.sh has installed the packages and seeded $OS2G_BENCH_DIR). Rows go to $data/pairs.jsonl.
@@ -55,14 +57,21 @@ def stolen(row):
     cpus = len(i.get("idle_by_cpu_s") or []) or 2
     return i.get("steal_s", 0) / (i["seconds"] * cpus) if i.get("seconds") else 0
 
-table = []
+def cpu_per_gib(row):  # the gateway's CPU (os2g-split: the shim's alone) per GiB read
+    i = interval(row)
+    return i["gateway_cpu_s"] / (i["bytes"] / 2**30) if i.get("bytes") and "gateway_cpu_s" in i else None
+
+table, cpu = [], []
 for r in range(rounds):
-    got, steal = {}, {}
+    got, steal, spent = {}, {}, {}
     for row in rows[r * per_round:(r + 1) * per_round]:
         if "error" not in row:
             got.setdefault(row["target"], []).append(rate(row))
             steal[row["target"]] = max(steal.get(row["target"], 0), stolen(row))
+            if cpu_per_gib(row) is not None:
+                spent.setdefault(row["target"], []).append(cpu_per_gib(row))
     table.append(({t: statistics.mean(v) for t, v in got.items()}, steal))
+    cpu.append({t: statistics.mean(v) for t, v in spent.items()})
 others = [t for t in targets if t != "local"]
 split = "os2g" in targets and "os2g-split" in targets
 
@@ -88,4 +97,14 @@ for name, selected in (("mean", table), (f"mean of the {len(calm)} rounds with <
     if selected:
         row = mean(selected)
         print(f"| {name} | " + " | ".join([f"{row[t]:.0f}" if t in row else "failed" for t in targets] + ratios(row)) + " | |")
+# the offload's CPU goal: each os2g target's gateway CPU per GiB against s3fs's, round by round
+gateways = [t for t in targets if t != "local"]
+shims = [t for t in gateways if t.startswith("os2g")] if "s3fs" in gateways else []
+print()
+print("| round | " + " | ".join(f"{t} CPU s/GiB" for t in gateways) + "".join(f" | {t} / s3fs" for t in shims) + " |")
+print("|---" * (1 + len(gateways) + len(shims)) + "|")
+for i, row in enumerate(cpu + [{t: statistics.mean(x[t] for x in cpu if t in x) for t in gateways if any(t in x for x in cpu)}]):
+    cells = [f"{row[t]:.2f}" if t in row else "failed" for t in gateways]
+    cells += [f"{row[t] / row['s3fs']:.2f}" if t in row and "s3fs" in row else "" for t in shims]
+    print(f"| {i + 1 if i < len(cpu) else 'mean'} | " + " | ".join(cells) + " |")
 PY
