@@ -11,7 +11,7 @@ import javax.net.SocketFactory;
 /**
  * Plain sockets whose input is taken from the kernel in large reads. OkHttp reads a response through
  * okio 8 KiB at a time, one read(2) per segment: 1,024 system calls for an 8 MiB chunk, 16 for a 125 KB
- * file, each dear in a VM. With a buffer under okio, one call takes whatever the socket holds, up to
+ * file. With a buffer under okio, one call takes whatever the socket holds, up to
  * {@link #BUFFER}. TLS sockets are layered on these, so their records are read the same way.
  */
 final class BufferedSocketFactory extends SocketFactory {

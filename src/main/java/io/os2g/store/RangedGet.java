@@ -11,12 +11,13 @@ import okhttp3.Response;
 import okhttp3.ResponseBody;
 
 /**
- * One ranged GET as a single synchronous OkHttp call, signed by {@link SigV4}.
+ * One ranged GET as a single synchronous OkHttp call, signed by {@link SigV4}: the GET path for
+ * {@code https://} endpoints and for answers {@link SocketGet} does not speak.
  *
- * <p>Why not {@code MinioClient.getObject}: it dispatches every call on OkHttp's dispatcher threads and
- * hands the response back through a future, builds its arguments and headers through several layers, and
- * cost 0.6-0.85 ms of CPU per 125 KB GET against 0.44 ms this way (1.3 against 2.0 ms in a cold JVM). The
- * agent's CPU per small file is what bounds a shuffled epoch. The URL is the MinIO client's ({@link BucketEndpoint}).
+ * <p>Why not {@code MinioClient.getObject}: it dispatches every call on OkHttp's dispatcher threads,
+ * hands the response back through a future and builds its arguments through several layers, which
+ * costs more CPU per small file than the GET itself (docs/PERFORMANCE.md); the agent's CPU per small
+ * file is what bounds a shuffled epoch. The URL is the MinIO client's ({@link BucketEndpoint}).
  */
 final class RangedGet {
 
@@ -73,9 +74,9 @@ final class RangedGet {
     }
 
     /**
-     * A body that does not start at {@code offset} would be wrong bytes: refuse it. A 206 without
-     * Content-Range is taken at its word (S3Proxy's latency middleware sent such answers to every ranged
-     * GET); a Content-Range that is present must be the range asked for.
+     * A body that does not start at {@code offset} would be wrong bytes: refuse it. A 206 must say which
+     * range it holds (RFC 9110 requires Content-Range on a single-range 206), and it must be the range
+     * asked for.
      */
     static void checkRange(int status, String contentRange, String what, long offset, long length) {
         if (status == 200) {
@@ -87,7 +88,8 @@ final class RangedGet {
                     "server ignored the Range header (HTTP 200 for bytes " + offset + "-): " + what, null);
         }
         if (contentRange == null) {
-            return;
+            throw new StoreException(StoreException.Kind.PROTOCOL, "HTTP " + status + " without Content-Range for bytes "
+                    + offset + "-" + (offset + length - 1) + ": " + what, null);
         }
         Matcher m = CONTENT_RANGE.matcher(contentRange);
         if (!m.matches() || Long.parseLong(m.group(1)) != offset || Long.parseLong(m.group(2)) < offset + length - 1) {

@@ -21,8 +21,8 @@ import okhttp3.Request;
  *
  * <p>Why not MinIO's {@code Signer}, which it replaces on this path: per request that one derives the
  * signing key (four HMACs, each a provider lookup), builds the canonical request through regular
- * expressions and multimaps, and parses back the date it was given: 7% of the gateway's CPU in a hinted
- * small-file epoch. Here the signing key is derived once per UTC day, HMAC and SHA-256 instances are
+ * expressions and multimaps, and parses back the date it was given, a visible share of the agent's
+ * CPU per small file. Here the signing key is derived once per UTC day, HMAC and SHA-256 instances are
  * cloned from initialised prototypes, and the canonical request is one {@link StringBuilder}. The result
  * is the same signature; {@code SigV4Test} checks it against AWS's published example and against MinIO's
  * signer.

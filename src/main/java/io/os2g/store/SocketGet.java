@@ -27,9 +27,8 @@ import okhttp3.Request;
  * Ranged GETs over plain HTTP/1.1 on connections of its own, whose bodies the caller reads from the
  * socket itself ({@link Body} is a {@link ReadableByteChannel} too): the agent reads a chunk into
  * native memory and pwrites it into staging, where OkHttp's stream copies every byte three more times
- * in Java (its socket buffer, okio's segments, the caller's array). The split agent's one core is what
- * limits it: going around those copies took 15% off its CPU per sequential GiB and 27% per small file
- * (docs/PERFORMANCE.md).
+ * in Java (its socket buffer, okio's segments, the caller's array): an agent on few cores is limited by
+ * its CPU per byte (docs/PERFORMANCE.md).
  *
  * <p>The request is {@link RangedGet}'s, signed the same way, and the answer is checked the same way.
  * What this does not speak stays with OkHttp: TLS (the store uses it for https endpoints) and a body

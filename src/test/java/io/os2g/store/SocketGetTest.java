@@ -70,7 +70,7 @@ class SocketGetTest {
     @Test
     void aConnectionTheServerClosedWhileIdleIsReplacedWithoutARetry() throws Exception {
         // every connection answers one GET, keeps quiet about closing, and is then closed by the server
-        scripted = new ScriptedServer(request -> ScriptedServer.answer("HTTP/1.1 206 Partial Content", "abc"), 1);
+        scripted = new ScriptedServer(request -> ScriptedServer.partial(request, "abc"), 1);
         try (MinioObjectStore store = scripted.store()) {
             for (int i = 0; i < 3; i++) {
                 assertArrayEquals("abc".getBytes(StandardCharsets.US_ASCII), readAsStream(store, "k", 0, 3));
@@ -84,7 +84,7 @@ class SocketGetTest {
     @Test
     void aKeptConnectionServesTheNextGetAndAnEarlyHintIsPassedOver() throws Exception {
         scripted = new ScriptedServer(request -> "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
-                + ScriptedServer.answer("HTTP/1.1 206 Partial Content", "xyz"), 0);
+                + ScriptedServer.partial(request, "xyz"), 0);
         try (MinioObjectStore store = scripted.store()) {
             for (int i = 0; i < 4; i++) {
                 assertArrayEquals("xyz".getBytes(StandardCharsets.US_ASCII), readAsChannel(store, "k", 0, 3));
@@ -96,7 +96,7 @@ class SocketGetTest {
 
     @Test
     void aBodyCutShortIsRetriedAndThenUnavailable() throws Exception {
-        scripted = new ScriptedServer(request -> "HTTP/1.1 206 Partial Content\r\nContent-Length: 1000\r\n\r\n0123456789", 1);
+        scripted = new ScriptedServer(request -> "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-999/1000\r\nContent-Length: 1000\r\n\r\n0123456789", 1);
         try (MinioObjectStore store = scripted.store()) {
             StoreException e = assertThrows(StoreException.class, () -> readAsChannel(store, "k", 0, 1000));
             assertEquals(StoreException.Kind.UNAVAILABLE, e.kind());
@@ -123,6 +123,7 @@ class SocketGetTest {
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
         server.createContext("/", exchange -> {
             requests.incrementAndGet();
+            exchange.getResponseHeaders().add("Content-Range", "bytes 0-4/5");
             exchange.sendResponseHeaders(206, 0); // no length: chunked
             try (OutputStream out = exchange.getResponseBody()) {
                 out.write("chunk".getBytes(StandardCharsets.US_ASCII));
@@ -140,7 +141,7 @@ class SocketGetTest {
 
     @Test
     void theRequestIsTheSignedGetWithItsRangeAndCondition() throws Exception {
-        scripted = new ScriptedServer(request -> ScriptedServer.answer("HTTP/1.1 206 Partial Content", "b"), 0);
+        scripted = new ScriptedServer(request -> ScriptedServer.partial(request, "b"), 0);
         try (MinioObjectStore store = scripted.store()) {
             byte[] got = new byte[1];
             store.read("dir/a b.bin", 7, 1, "0123abcd", in -> in.readNBytes(got, 0, 1));
@@ -154,7 +155,7 @@ class SocketGetTest {
 
     @Test
     void anEndpointTheJvmSendsThroughAProxyIsReadThroughOkHttpAndTheProxy() throws Exception {
-        scripted = new ScriptedServer(request -> ScriptedServer.answer("HTTP/1.1 206 Partial Content", "via"), 0);
+        scripted = new ScriptedServer(request -> ScriptedServer.partial(request, "via"), 0);
         java.net.ProxySelector before = java.net.ProxySelector.getDefault();
         java.net.Proxy proxy = new java.net.Proxy(java.net.Proxy.Type.HTTP, new InetSocketAddress("127.0.0.1", scripted.port()));
         java.net.ProxySelector.setDefault(new java.net.ProxySelector() {
@@ -224,6 +225,14 @@ class SocketGetTest {
 
         static String answer(String statusLine, String body) {
             return statusLine + "\r\nContent-Length: " + body.length() + "\r\n\r\n" + body;
+        }
+
+        /** A 206 with {@code body} as the range the request asked for (its Content-Range says so). */
+        static String partial(String request, String body) {
+            String range = request.lines().filter(l -> l.startsWith("Range: bytes=")).findFirst().orElseThrow()
+                    .substring("Range: bytes=".length());
+            return "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes " + range + "/*\r\nContent-Length: " + body.length()
+                    + "\r\n\r\n" + body;
         }
 
         int port() {
