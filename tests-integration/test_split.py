@@ -1,6 +1,8 @@
 """Split mode: `os2g agent` holds the credentials, the S3 client and the staging region; `os2g mount
---agent` is a shim that holds no secret, opens no network connection and reads staged bytes from the
-agent's shared region. Killing either side is survived."""
+--agent` is a shim that holds no secret and opens no network connection. Every test runs both ways a
+READ can be answered: by the agent on the /dev/fuse the shim lends it (`--agent-replies on`, where
+both share a kernel), and by the shim from the agent's shared region (`off`, as with an agent on a
+DPU). Killing either side is survived."""
 
 import errno
 import json
@@ -49,12 +51,18 @@ class Agent:
         return self.proc.wait(30)
 
 
-@pytest.fixture(scope="module")
-def split(s3):
-    s3.bucket("it-split", FILES)
+REPLIES = pytest.mark.parametrize("replies", ["on", "off"], ids=["agent-replies", "shim-replies"])
+
+
+@pytest.fixture(scope="module", params=["on", "off"], ids=["agent-replies", "shim-replies"])
+def split(s3, request):
+    """An agent and a mount of bucket it-split through it; m.replies says who answers READs."""
+    s3.bucket(f"it-split-{request.param}", FILES)
     work = Path(tempfile.mkdtemp(prefix="os2g-split-"))
     agent = Agent(s3, work)
-    m = Mount(s3, "it-split", ["--agent", f"unix:{agent.socket}", "--chunk-size", "1M"], credentials=False)
+    m = Mount(s3, f"it-split-{request.param}", ["--agent", f"unix:{agent.socket}", "--chunk-size", "1M",
+                                                 "--agent-replies", request.param], credentials=False)
+    m.replies = request.param
     yield agent, m
     m.stop()
     agent.stop()
@@ -107,8 +115,11 @@ def test_stats_show_shim_and_agent_apart_and_no_secret(split):
     doc = json.loads(text)
     assert doc["mode"] == "split"
     assert doc["bytes_served"] > 0
-    # the agent holds the mount's /dev/fuse too and answers every READ itself: the shim moves no bytes
-    assert doc["bytes_answered_by_agent"] == doc["bytes_served"], doc
+    if m.replies == "on":  # the agent holds the mount's /dev/fuse too and answers every READ: the shim moves no bytes
+        assert doc["bytes_answered_by_agent"] == doc["bytes_served"], doc
+        assert "does not reply to READs itself" not in m.output()
+    else:  # the shim answered every READ from the staging region, with no message for a staged chunk
+        assert doc["bytes_answered_by_agent"] == 0, doc
     assert doc["shim"]["cpu_seconds"] > 0 and doc["agent"]["cpu_seconds"] > 0
     assert doc["agent"]["gets"] > 0
     assert ".os2g" not in os.listdir(m.path), "the control directory is hidden"
@@ -163,7 +174,7 @@ def test_an_idle_mount_and_an_idle_agent_use_no_cpu(split):
 def test_refusals_through_the_agent(s3, split, tmp_path):
     agent, _ = split
     (tmp_path / "mnt").mkdir()
-    r = run_os2g("mount", "it-split", str(tmp_path / "mnt"), "--agent", f"unix:{tmp_path}/none.sock")
+    r = run_os2g("mount", f"it-split-{split[1].replies}", str(tmp_path / "mnt"), "--agent", f"unix:{tmp_path}/none.sock")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "no agent" in r.stderr, r.stderr
     r = run_os2g("mount", "no-such-bucket", str(tmp_path / "mnt"), "--agent", f"unix:{agent.socket}")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
@@ -171,11 +182,12 @@ def test_refusals_through_the_agent(s3, split, tmp_path):
     Tally.add("bad inputs refused", 2)
 
 
-def test_agent_killed_mid_read_is_eio_in_bounded_time_and_a_restart_recovers(s3, tmp_path):
-    s3.bucket("it-split-kill", {"big.bin": FILES["big/shard-0.tar"], "small.bin": payload(50_000, 3)})
+@REPLIES
+def test_agent_killed_mid_read_is_eio_in_bounded_time_and_a_restart_recovers(s3, tmp_path, replies):
+    s3.bucket(f"it-split-kill-{replies}", {"big.bin": FILES["big/shard-0.tar"], "small.bin": payload(50_000, 3)})
     agent = Agent(s3, tmp_path)
-    m = Mount(s3, "it-split-kill", ["--agent", f"unix:{agent.socket}", "--chunk-size", "1M", "--max-readahead", "2M"],
-              credentials=False)
+    m = Mount(s3, f"it-split-kill-{replies}", ["--agent", f"unix:{agent.socket}", "--chunk-size", "1M", "--max-readahead", "2M",
+                                              "--agent-replies", replies], credentials=False)
     try:
         outcome = {}
 
@@ -224,10 +236,11 @@ def test_agent_killed_mid_read_is_eio_in_bounded_time_and_a_restart_recovers(s3,
         agent.stop()
 
 
-def test_a_killed_shim_has_its_staging_freed_by_the_agent(s3, tmp_path):
-    s3.bucket("it-split-shim", {"a.bin": payload(300_000, 4)})
+@REPLIES
+def test_a_killed_shim_has_its_staging_freed_by_the_agent(s3, tmp_path, replies):
+    s3.bucket(f"it-split-shim-{replies}", {"a.bin": payload(300_000, 4)})
     agent = Agent(s3, tmp_path)
-    m = Mount(s3, "it-split-shim", ["--agent", f"unix:{agent.socket}"], credentials=False)
+    m = Mount(s3, f"it-split-shim-{replies}", ["--agent", f"unix:{agent.socket}", "--agent-replies", replies], credentials=False)
     try:
         assert (m.path / "a.bin").read_bytes() == payload(300_000, 4)
         regions = [p for p in agent.staging.iterdir() if p.is_dir()]

@@ -85,6 +85,37 @@ def mount_pid(mnt):
     return [int(p) for p in out]
 
 
+def test_the_s3_server_is_installed_only_when_asked(tmp_path):
+    """A mount never uses S3Proxy, Jetty or jclouds: install.sh leaves them out unless --with-s3-server,
+    and the installed os2g then says what is missing with one line."""
+    def install(prefix, *extra):
+        r = subprocess.run([str(ROOT / "mount-scripts/install.sh"), "--prefix", str(prefix), "--sbin-dir",
+                            str(prefix / "sbin"), "--no-systemd", *extra], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return prefix / "lib/os2g"
+
+    plain = install(tmp_path / "plain")
+    jars = os.listdir(plain / "lib")
+    assert jars and not [j for j in jars if re.match(r"(s3proxy|jclouds|jetty)", j)], jars
+    assert not (plain / "os2g-s3-server.jar").exists() and not (plain / "s3-server-lib").exists()
+    r = subprocess.run([str(tmp_path / "plain/bin/os2g"), "s3-server", "--memory"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--with-s3-server" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = subprocess.run([str(tmp_path / "plain/bin/os2g"), "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "demo" in r.stdout and "s3-server" not in r.stdout + r.stderr, r.stdout
+
+    full = install(tmp_path / "full", "--with-s3-server")
+    assert any(j.startswith("s3proxy") for j in os.listdir(full / "s3-server-lib"))
+    proc = subprocess.Popen([str(tmp_path / "full/bin/os2g"), "s3-server", "--memory"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("endpoint http://127.0.0.1:")
+    finally:
+        proc.kill()
+        proc.wait(30)
+    # a plain reinstall over it takes the server away again
+    install(tmp_path / "full")
+    assert not (full / "s3-server-lib").exists()
+
+
 def test_mount_t_fuse_os2g_maps_fstab_options_serves_metrics_and_umount_ends_it(s3, bucket, installed, creds, tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()

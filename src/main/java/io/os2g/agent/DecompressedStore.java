@@ -221,7 +221,7 @@ public final class DecompressedStore implements ObjectStore {
     }
 
     private RangeSource source(ObjectSummary object) {
-        return ObjectRanges.of(store, object.key(), object.etag());
+        return StoreRangeSource.of(store, object.key(), object.etag());
     }
 
     @Override

@@ -209,7 +209,7 @@ public final class TarExpandingStore implements ObjectStore {
                 }
             }
         }
-        RangeSource source = ObjectRanges.of(store, tar.key(), tar.etag());
+        RangeSource source = StoreRangeSource.of(store, tar.key(), tar.etag());
         TarIndex index;
         try {
             index = TarIndex.fromHeaders(source, tar.size());
@@ -230,7 +230,7 @@ public final class TarExpandingStore implements ObjectStore {
             throw new IOException(sidecar.size() + " bytes");
         }
         byte[] text = new byte[(int) sidecar.size()];
-        ObjectRanges.of(store, sidecar.key(), sidecar.etag()).read(0, text, 0, text.length);
+        StoreRangeSource.of(store, sidecar.key(), sidecar.etag()).read(0, text, 0, text.length);
         return TarIndex.readSidecar(new java.io.ByteArrayInputStream(text), tar.size(), tar.etag());
     }
 

@@ -1,13 +1,8 @@
 package io.os2g.cli;
 
-import io.os2g.link.AgentServer;
-import io.os2g.store.MinioObjectStore;
-import io.os2g.store.StoreException;
-import io.os2g.staging.StagingDirectory;
-import io.os2g.staging.StagingException;
-import io.os2g.metrics.PrometheusMetrics;
-import io.prometheus.metrics.exporter.httpserver.HTTPServer;
-import java.io.IOException;
+import io.os2g.runtime.AgentService;
+import io.os2g.runtime.AgentServiceConfig;
+import io.os2g.runtime.UsageError;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
@@ -54,7 +49,6 @@ final class AgentCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         service.configureLogging();
         Path socket = MountCommand.agentSocket(listen);
-        int fetches = store.maxFetches;
         if (cpus != null) {
             if (cpus < 1) {
                 throw new UsageError("--cpus must be at least 1: " + cpus);
@@ -63,60 +57,23 @@ final class AgentCommand implements Callable<Integer> {
             System.setProperty("jdk.virtualThreadScheduler.parallelism", Integer.toString(cpus));
             System.setProperty("jdk.virtualThreadScheduler.maxPoolSize", Integer.toString(cpus));
         }
-        if (gpu != null) {
-            if (gpu < 0) {
-                throw new UsageError("--gpu must be a CUDA device number (0, 1, ...): " + gpu);
-            }
-            Gpus.device(gpu); // no driver or no such device: refused now, not at the first mount
-        }
-        // endpoint, credentials and TLS options (a CA bundle's certificates too) are checked now, not at
-        // the first mount; the first mount also no longer waits for the client's classes to load
-        try {
-            new MinioObjectStore(store.config("probe")).close();
-        } catch (StoreException e) {
-            throw new UsageError(e.getMessage());
+        if (gpu != null && gpu < 0) {
+            throw new UsageError("--gpu must be a CUDA device number (0, 1, ...): " + gpu);
         }
         Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize()
                 : Path.of("/dev/shm/os2g", "agent-" + MountCommand.mountId(socket));
-        StagingDirectory parent;
-        try {
-            parent = StagingDirectory.claim(dir);
-        } catch (StagingException e) {
-            throw new UsageError(e.getMessage());
-        }
         InetSocketAddress metricsAddress = service.metricsAddress();
-        AgentSessions sessions = new AgentSessions(store, parent, fetches, PrometheusMetrics.getSeconds("mount", "source"),
-                gpu == null ? -1 : gpu);
-        AgentServer server;
-        try {
-            server = AgentServer.listen(socket, sessions);
-        } catch (IOException e) {
-            parent.remove();
-            throw new UsageError("cannot listen on unix:" + socket + ": " + e.getMessage());
-        }
-        HTTPServer metrics = null;
-        if (metricsAddress != null) {
-            try {
-                metrics = ServiceOptions.serveMetrics(metricsAddress, PrometheusMetrics.forAgent(sessions::served, sessions.getSeconds()));
-            } catch (UsageError e) {
-                server.close();
-                parent.remove();
-                throw e;
-            }
-        }
-        HTTPServer metricsServer = metrics;
+        store.retry(); // its options' errors now, before anything starts
+        AgentService agent = AgentService.start(new AgentServiceConfig(socket, dir, store::config, store.readDeadline(),
+                store.maxFetches, gpu == null ? -1 : gpu, metricsAddress));
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            if (metricsServer != null) {
-                metricsServer.close();
-            }
-            server.close();
-            parent.remove();
+            agent.close();
             LOG.info("agent stopped");
             stopped.countDown();
         }, "os2g-agent-shutdown"));
         LOG.info("agent listening on unix:{} (staging under {}{}{})", socket, dir, cpus == null ? "" : ", " + cpus + " cpus",
-                metricsServer == null ? "" : "; metrics at http://" + metricsAddress.getHostString() + ":" + metricsServer.getPort() + "/metrics");
+                metricsAddress == null ? "" : "; metrics at http://" + metricsAddress.getHostString() + ":" + agent.metricsPort() + "/metrics");
         stopped.await();
         return 0;
     }

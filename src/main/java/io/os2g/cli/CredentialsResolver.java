@@ -1,5 +1,6 @@
 package io.os2g.cli;
 
+import io.os2g.runtime.UsageError;
 import io.os2g.store.Credentials;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,6 +1,7 @@
 package io.os2g.cli;
 
 import io.os2g.host.MountTable;
+import io.os2g.runtime.UsageError;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

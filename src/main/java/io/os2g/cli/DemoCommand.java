@@ -1,7 +1,12 @@
 package io.os2g.cli;
 
 import io.minio.MinioClient;
-import io.os2g.store.MinioObjectStore;
+import io.os2g.runtime.Gateway;
+import io.os2g.runtime.MountConfig;
+import io.os2g.runtime.Preflight;
+import io.os2g.runtime.Sizes;
+import io.os2g.runtime.UsageError;
+import io.os2g.s3server.S3Server;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -72,7 +77,10 @@ final class DemoCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         Logging.configure(debug);
-        Preflight.fuseAvailable();
+        Preflight.fuseAvailable(); // before the server starts and the data is seeded
+        if (Os2g.s3ServerCommand() == null) {
+            throw new UsageError(Os2g.S3_SERVER_MISSING);
+        }
         Path work = Files.createTempDirectory("os2g-demo-");
         Path data = Files.createDirectories(work.resolve("s3"));
         Path mount = mountPoint != null ? mountPoint : Files.createDirectories(work.resolve("mnt"));
@@ -93,9 +101,7 @@ final class DemoCommand implements Callable<Integer> {
                     "--credentials-file", writeCredentials(work).toString(), "--metadata-ttl", "forever",
                     "--staging-size", stagingSize);
             MountConfig config = mountCommand.config();
-            MinioObjectStore store = new MinioObjectStore(config.store());
-            Preflight.storeAnswers(store, config.store().endpoint(), "");
-            gateway = Gateway.mount(config, store);
+            gateway = Gateway.open(config);
             Gateway mounted = gateway;
             Runtime.getRuntime().addShutdownHook(new Thread(() -> {
                 mounted.close();

@@ -1,5 +1,6 @@
 package io.os2g.cli;
 
+import io.os2g.runtime.UsageError;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;

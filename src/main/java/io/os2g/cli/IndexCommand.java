@@ -1,7 +1,9 @@
 package io.os2g.cli;
 
-import io.os2g.agent.ObjectRanges;
+import io.os2g.agent.StoreRangeSource;
 import io.os2g.codec.TarIndex;
+import io.os2g.runtime.Sizes;
+import io.os2g.runtime.UsageError;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.ObjectSummary;
 import java.io.ByteArrayOutputStream;
@@ -44,7 +46,7 @@ final class IndexCommand implements Callable<Integer> {
         try (MinioObjectStore objects = new MinioObjectStore(store.config(bucket))) {
             ObjectSummary tar = find(objects, key);
             long start = System.nanoTime();
-            TarIndex index = TarIndex.fromHeaders(ObjectRanges.of(objects, key, tar.etag()), tar.size());
+            TarIndex index = TarIndex.fromHeaders(StoreRangeSource.of(objects, key, tar.etag()), tar.size());
             if (index.problem() != null) {
                 System.err.println("os2g: " + key + " is corrupt (" + index.problem() + "): no index written");
                 return 1;

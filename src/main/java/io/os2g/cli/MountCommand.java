@@ -2,12 +2,12 @@ package io.os2g.cli;
 
 import io.os2g.agent.AgentConfig;
 import io.os2g.host.FsConfig;
+import io.os2g.runtime.Gateway;
+import io.os2g.runtime.MountConfig;
+import io.os2g.runtime.Preflight;
+import io.os2g.runtime.Sizes;
+import io.os2g.runtime.UsageError;
 import io.os2g.staging.StagingConfig;
-import io.os2g.link.LinkException;
-import io.os2g.link.MountSpec;
-import io.os2g.link.SocketLink;
-import io.os2g.staging.StagingException;
-import io.os2g.store.MinioObjectStore;
 import io.os2g.store.StoreConfig;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -47,6 +47,12 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--agent", paramLabel = "unix:PATH",
             description = "Use the agent process listening at PATH (os2g agent) instead of one in this process: this process then holds no credentials and opens no connection to the store.")
     String agent;
+
+    @Option(names = "--agent-replies", paramLabel = "on|off", defaultValue = "on",
+            description = {"With --agent: lend the agent this mount's /dev/fuse so that it replies to READs itself, where it shares this kernel",
+                    "(the shim then moves no file bytes); off: the shim replies to every READ from the staging region, as it does for an agent",
+                    "on a DPU, which cannot take the descriptor (default: ${DEFAULT-VALUE})."})
+    String agentReplies;
 
     @Option(names = "-o", paramLabel = "OPTION[,OPTION...]", split = ",",
             description = {"Options as in /etc/fstab: any long option of this command with _ for -, e.g. endpoint=URL,metadata_ttl=forever,staging_size=8G;",
@@ -117,8 +123,7 @@ final class MountCommand implements Callable<Integer> {
         if (daemon) {
             return Daemon.detach(config.mountPoint());
         }
-        Preflight.fuseAvailable();
-        Gateway gateway = config.agentSocket() != null ? mountWithAgent(config) : mountInProcess(config);
+        Gateway gateway = Gateway.open(config);
         // SIGINT/SIGTERM: unmount and clean up, then exit 0 (a clean unmount is success, not "killed by signal")
         Thread hook = new Thread(() -> {
             int status = 0;
@@ -140,39 +145,6 @@ final class MountCommand implements Callable<Integer> {
             // the hook is running or has run
         }
         return 0;
-    }
-
-    private static Gateway mountInProcess(MountConfig config) {
-        Preflight.stagingFits(config.staging());
-        if (config.gpuDevice() >= 0) {
-            Gpus.device(config.gpuDevice()); // no driver or no such device: refused before anything is set up
-        }
-        MinioObjectStore store = new MinioObjectStore(config.store());
-        try {
-            Preflight.storeAnswers(store, config.store().endpoint(), config.prefix());
-            return Gateway.mount(config, store);
-        } catch (StagingException e) {
-            store.close();
-            throw new UsageError(e.getMessage());
-        } catch (RuntimeException e) {
-            store.close();
-            throw e;
-        }
-    }
-
-    /** The agent checks the store and creates the staging region; its refusal is this command's one line. */
-    static Gateway mountWithAgent(MountConfig config) {
-        SocketLink link;
-        try {
-            link = SocketLink.connect(config.agentSocket(), new MountSpec(config.bucket(), config.prefix(),
-                    config.staging().capacity(), config.agent().chunkSize(), config.agent().maxReadahead(),
-                    config.agent().directoryPrefetch(), config.metadataTtl() == null ? -1 : config.metadataTtl().toSeconds(),
-                    config.expandTar(), config.decompress(), config.gpuDevice()),
-                    config.fs().readDeadline());
-        } catch (LinkException e) {
-            throw new UsageError(e.getMessage());
-        }
-        return Gateway.mountWithAgent(config, link);
     }
 
     /** A mount command from its command-line words, defaults filled in as for {@code os2g mount}. */
@@ -209,6 +181,11 @@ final class MountCommand implements Callable<Integer> {
         if (gpu != null && gpu < 0) {
             throw new UsageError("--gpu must be a CUDA device number (0, 1, ...): " + gpu);
         }
+        boolean replies = switch (agentReplies) {
+            case "on" -> true;
+            case "off" -> false;
+            default -> throw new UsageError("--agent-replies must be on or off: " + agentReplies);
+        };
         if (dirPrefetch < 0) {
             throw new UsageError("--dir-prefetch must not be negative: " + dirPrefetch);
         }
@@ -219,7 +196,7 @@ final class MountCommand implements Callable<Integer> {
         Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize() : Path.of("/dev/shm/os2g", mountId(mount));
         StagingConfig stagingConfig = StagingConfig.of(dir, staging, readDeadline);
 
-        FsConfig fs = new FsConfig(uid != null ? uid : Identity.uid(), gid != null ? gid : Identity.gid(),
+        FsConfig fs = new FsConfig(uid != null ? uid : CallerIds.uid(), gid != null ? gid : CallerIds.gid(),
                 parseMode("--file-mode", fileMode), parseMode("--dir-mode", dirMode), System.currentTimeMillis(), readDeadline,
                 mount.toAbsolutePath().normalize().toString());
 
@@ -239,7 +216,7 @@ final class MountCommand implements Callable<Integer> {
             }
         }
         return new MountConfig(storeConfig, bucket, prefix, ttl, stagingConfig, agentConfig, fs, mount, options,
-                agent == null ? null : agentSocket(agent), expandTar, decompress, service.metricsAddress(),
+                agent == null ? null : agentSocket(agent), replies, expandTar, decompress, service.metricsAddress(),
                 gpu == null ? -1 : gpu);
     }
 

@@ -1,5 +1,7 @@
 package io.os2g.cli;
 
+import io.os2g.runtime.UsageError;
+import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -12,9 +14,33 @@ public final class Os2g implements Runnable {
     /** Exit code for anything the user can fix. */
     static final int USAGE = 2;
 
+    /** The S3 server's command: in the optional jar of {@code io.os2g.s3server}, loaded only where it is installed. */
+    static final String S3_SERVER_COMMAND = "io.os2g.s3server.S3ServerCommand";
+    /** How to get the S3 server where it is missing. */
+    static final String S3_SERVER_MISSING = "the S3 server of the demo and the tests (os2g-s3-server.jar) is not installed here: "
+            + "run os2g from its source tree, or install it with mount-scripts/install.sh --with-s3-server";
+
     /** In the order {@code os2g --help} lists them. */
-    private static final List<Class<?>> SUBCOMMANDS = List.of(MountCommand.class, AgentCommand.class, StatsCommand.class,
-            WarmCommand.class, IndexCommand.class, DemoCommand.class, S3ServerCommand.class);
+    private static final List<Class<?>> SUBCOMMANDS = subcommands();
+
+    private static List<Class<?>> subcommands() {
+        List<Class<?>> commands = new ArrayList<>(List.of(MountCommand.class, AgentCommand.class, StatsCommand.class,
+                WarmCommand.class, IndexCommand.class, DemoCommand.class));
+        Class<?> s3Server = s3ServerCommand();
+        if (s3Server != null) {
+            commands.add(s3Server);
+        }
+        return List.copyOf(commands);
+    }
+
+    /** The S3 server's command class, or null where its jar is not on the class path. */
+    static Class<?> s3ServerCommand() {
+        try {
+            return Class.forName(S3_SERVER_COMMAND, false, Os2g.class.getClassLoader());
+        } catch (ClassNotFoundException e) {
+            return null;
+        }
+    }
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -47,6 +73,10 @@ public final class Os2g implements Runnable {
             System.err.println("os2g: " + e.getMessage() + " (" + command + " --help lists the options)");
             return USAGE;
         });
+        if (args.length > 0 && args[0].equals("s3-server") && s3ServerCommand() == null) {
+            System.err.println("os2g: " + S3_SERVER_MISSING);
+            return USAGE;
+        }
         if (args.length > 0 && args[0].equals("mount")) {
             try {
                 args = FstabOptions.expand(args, cli.getSubcommands().get("mount").getCommandSpec());

@@ -1,8 +1,6 @@
 package io.os2g.cli;
 
-import io.prometheus.metrics.exporter.httpserver.HTTPServer;
-import io.prometheus.metrics.model.registry.PrometheusRegistry;
-import java.io.IOException;
+import io.os2g.runtime.UsageError;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -48,15 +46,6 @@ final class ServiceOptions {
             return host.isEmpty() ? new InetSocketAddress(port) : new InetSocketAddress(InetAddress.getByName(host), port);
         } catch (UnknownHostException e) {
             throw new UsageError("--metrics-port: unknown address " + host);
-        }
-    }
-
-    /** Starts serving {@code registry} at {@code address}; a port in use is the user's to fix. */
-    static HTTPServer serveMetrics(InetSocketAddress address, PrometheusRegistry registry) {
-        try {
-            return HTTPServer.builder().inetAddress(address.getAddress()).port(address.getPort()).registry(registry).buildAndStart();
-        } catch (IOException e) {
-            throw new UsageError("--metrics-port: cannot listen on " + address + ": " + e.getMessage());
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.os2g.cli;
 
+import io.os2g.runtime.UsageError;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -1,5 +1,7 @@
 package io.os2g.cli;
 
+import io.os2g.runtime.Preflight;
+import io.os2g.runtime.UsageError;
 import io.os2g.store.RetryPolicy;
 import io.os2g.store.StoreConfig;
 import io.os2g.store.Tls;

@@ -2,6 +2,8 @@ package io.os2g.cli;
 
 import io.os2g.host.MountTable;
 import io.os2g.metrics.Stats;
+import io.os2g.runtime.Sizes;
+import io.os2g.runtime.UsageError;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;

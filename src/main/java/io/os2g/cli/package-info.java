@@ -1,8 +1,9 @@
 /**
- * The command line: {@code os2g mount}, {@code os2g demo} and the hidden {@code os2g s3-server} used by
- * the demo, tests and benchmarks. Commands map flags to the components' configs, check what a user can
- * get wrong before mounting ({@link io.os2g.cli.Preflight}), and hand over to
- * {@link io.os2g.cli.Gateway}, which composes store, namespace, staging, agent, link and shim. A
- * mistake a user can make ends in one line on stderr and exit code 2.
+ * The command line: {@code os2g mount}, {@code agent}, {@code stats}, {@code warm}, {@code index} and
+ * {@code demo} (and {@code s3-server}, where its optional jar is installed). Commands map flags (and
+ * fstab's {@code -o} options) to the components' configs and report; they wire nothing together
+ * themselves, handing a {@link io.os2g.runtime.MountConfig} or an
+ * {@link io.os2g.runtime.AgentServiceConfig} to {@code io.os2g.runtime}. A mistake a user can make ends
+ * in one line on stderr and exit code 2; stack traces only with {@code --debug}.
  */
 package io.os2g.cli;

@@ -8,7 +8,7 @@ import java.nio.file.Path;
  * Hands a mount's /dev/fuse descriptor to another process: a Unix datagram socket that the receiver
  * binds in a directory only the two of them can enter, and one datagram carrying the descriptor
  * (SCM_RIGHTS). The receiver then holds the same open file as the session, which is what lets it
- * answer the session's READs ({@link FuseReplies}).
+ * answer the session's READs ({@link LentDeviceReplies}).
  */
 public final class DeviceHandoff implements AutoCloseable {
 

@@ -1,15 +1,14 @@
 package io.os2g.fuse;
 
-import io.os2g.Errno;
-import io.os2g.ErrnoException;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 /**
  * A file system as the FUSE kernel protocol sees it: nodes by number (1 is the root), looked up by
- * name in a parent. Every method may throw an {@link ErrnoException} (any other runtime exception
- * answers EIO); the session turns it into the reply's errno. What a read-only file system leaves out
- * answers EROFS, ENODATA or nothing, as the defaults say.
+ * name in a parent. Every method may throw a {@link FuseException}, or an exception of the file
+ * system's own that {@link #errnoOf} maps; the session turns it into the reply's errno (EIO for
+ * anything unmapped, logged). What a read-only file system leaves out answers EROFS, ENODATA or
+ * nothing, as the defaults say.
  */
 public interface FuseFileSystem {
 
@@ -110,27 +109,26 @@ public interface FuseFileSystem {
         return List.of();
     }
 
-    /** EROFS: the answer to any change. */
-    final class ReadOnly extends ErrnoException {
-        public ReadOnly() {
-            super("read-only file system", null);
-        }
+    /**
+     * The errno that answers a request whose operation threw {@code failure}: a {@link FuseException}'s
+     * own; 0 for an exception the file system does not know (the session logs it and answers EIO). A
+     * file system whose layers throw errors of their own maps them here, in one place.
+     */
+    default int errnoOf(RuntimeException failure) {
+        return failure instanceof FuseException e ? e.errno() : 0;
+    }
 
-        @Override
-        public int errno() {
-            return Errno.EROFS;
+    /** EROFS: the answer to any change. */
+    final class ReadOnly extends FuseException {
+        public ReadOnly() {
+            super(FuseErrno.EROFS, "read-only file system");
         }
     }
 
     /** ENODATA: no such extended attribute. */
-    final class NoData extends ErrnoException {
+    final class NoData extends FuseException {
         public NoData() {
-            super("no such attribute", null);
-        }
-
-        @Override
-        public int errno() {
-            return Errno.ENODATA;
+            super(FuseErrno.ENODATA, "no such attribute");
         }
     }
 }

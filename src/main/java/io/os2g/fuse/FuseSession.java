@@ -1,6 +1,5 @@
 package io.os2g.fuse;
 
-import io.os2g.ErrnoException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -128,10 +127,10 @@ public final class FuseSession implements AutoCloseable {
                 long n = Native.read(device, in);
                 if (n < 0) {
                     int errno = Native.errno();
-                    if (errno == Native.EINTR || errno == Native.ENOENT || errno == Native.EAGAIN) {
+                    if (errno == FuseErrno.EINTR || errno == FuseErrno.ENOENT || errno == FuseErrno.EAGAIN) {
                         continue; // ENOENT: the request was interrupted before we read it
                     }
-                    if (errno != Native.ENODEV) {
+                    if (errno != FuseErrno.ENODEV) {
                         LOG.error("reading /dev/fuse failed: errno {}", errno);
                     }
                     return;
@@ -143,8 +142,8 @@ public final class FuseSession implements AutoCloseable {
 
     /**
      * One request. Each opcode has its own method, and this stays small (one error reply, no struct
-     * written here): the JIT compiles what a workload calls, not the whole protocol. Compiled as one
-     * method, the switch alone cost a fresh mount ~0.2 CPU s of C1 during its first READs.
+     * written here): the JIT compiles what a workload calls, not the whole protocol, which matters for
+     * a fresh mount's first READs.
      */
     private void dispatch(MemorySegment in, SmallReply reply, PipedReply pipe) {
         int opcode = in.get(INT, 4);
@@ -173,18 +172,19 @@ public final class FuseSession implements AutoCloseable {
                 case GETXATTR -> getxattr(node, body, reply);
                 case LISTXATTR -> listxattr(node, body, reply);
                 case SYMLINK, MKNOD, MKDIR, UNLINK, RMDIR, RENAME, LINK, SETXATTR, REMOVEXATTR, CREATE, FALLOCATE,
-                     RENAME2, COPY_FILE_RANGE, TMPFILE -> errno = io.os2g.Errno.EROFS;
+                     RENAME2, COPY_FILE_RANGE, TMPFILE -> errno = FuseErrno.EROFS;
                 case INTERRUPT -> {
                     // no reply; a read in progress finishes within its deadline instead
                 }
                 case DESTROY -> destroy(reply);
-                default -> errno = 38; // ENOSYS
+                default -> errno = FuseErrno.ENOSYS;
             }
-        } catch (ErrnoException e) {
-            errno = e.errno();
         } catch (RuntimeException e) {
-            LOG.warn("FUSE opcode {} on node {} failed: {}", opcode, node, e.toString());
-            errno = 5; // EIO
+            errno = fs.errnoOf(e);
+            if (errno <= 0) {
+                LOG.warn("FUSE opcode {} on node {} failed: {}", opcode, node, e.toString());
+                errno = FuseErrno.EIO;
+            }
         }
         if (errno != 0) {
             reply.error(errno);
@@ -195,7 +195,7 @@ public final class FuseSession implements AutoCloseable {
         pipe.start(unique);
         try {
             fs.read(node, body.get(LONG, 0), body.get(LONG, 8), body.get(INT, 16), pipe);
-            if (!pipe.delegated()) {
+            if (!pipe.forwarded()) {
                 if (!pipe.begun()) {
                     throw new IllegalStateException("read of node " + node + " gave no reply");
                 }
@@ -214,8 +214,8 @@ public final class FuseSession implements AutoCloseable {
         FuseFileSystem.Attributes found;
         try {
             found = fs.lookup(node, name);
-        } catch (ErrnoException e) {
-            if (e.errno() != io.os2g.Errno.ENOENT || timeouts.negative().isZero()) {
+        } catch (RuntimeException e) {
+            if (fs.errnoOf(e) != FuseErrno.ENOENT || timeouts.negative().isZero()) {
                 throw e;
             }
             set(reply.body(), 16, timeouts.negative()); // node 0: "not there", for this long
@@ -486,11 +486,11 @@ public final class FuseSession implements AutoCloseable {
         return device;
     }
 
-    /** Answers a delegated request with an error, unless the session is closed (its number may be reused). */
+    /** Answers a forwarded request with an error, unless the session is closed (its number may be reused). */
     void answerError(long unique, int errno) {
         synchronized (closeLock) {
             if (!closed) {
-                FuseReplies.error(device, unique, errno);
+                LentDeviceReplies.error(device, unique, errno);
             }
         }
     }

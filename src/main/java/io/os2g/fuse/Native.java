@@ -23,10 +23,6 @@ final class Native {
 
     static final int O_RDWR = 2;
     static final int O_CLOEXEC = 0x80000;
-    static final int EINTR = 4;
-    static final int ENOENT = 2;
-    static final int EAGAIN = 11;
-    static final int ENODEV = 19;
     static final int MSG_DONTWAIT = 0x40;
     private static final int MSG_NOSIGNAL = 0x4000;
     private static final int MSG_CMSG_CLOEXEC = 0x40000000;
@@ -215,7 +211,7 @@ final class Native {
             long n;
             do {
                 n = (long) RECVMSG.invokeExact(STATE.get(), fd, msg, flags | MSG_CMSG_CLOEXEC);
-            } while (n < 0 && errno() == EINTR);
+            } while (n < 0 && errno() == FuseErrno.EINTR);
             boolean rights = n > 0 && msg.get(ValueLayout.JAVA_LONG, 40) >= 20
                     && control.get(ValueLayout.JAVA_INT, 8) == SOL_SOCKET && control.get(ValueLayout.JAVA_INT, 12) == SCM_RIGHTS;
             return rights ? control.get(ValueLayout.JAVA_INT, 16) : -1;
@@ -262,7 +258,7 @@ final class Native {
                 long n;
                 do {
                     n = (long) SENDMSG.invokeExact(STATE.get(), fd, msg, MSG_NOSIGNAL);
-                } while (n < 0 && errno() == EINTR);
+                } while (n < 0 && errno() == FuseErrno.EINTR);
                 return n == 1 ? 0 : -1;
             } finally {
                 int errno = errno();
@@ -319,7 +315,7 @@ final class Native {
             int waited;
             do {
                 waited = (int) WAITPID.invokeExact(STATE.get(), pid.get(ValueLayout.JAVA_INT, 0), status, 0);
-            } while (waited < 0 && errno() == EINTR);
+            } while (waited < 0 && errno() == FuseErrno.EINTR);
             int s = status.get(ValueLayout.JAVA_INT, 0);
             return waited < 0 || (s & 0x7f) != 0 ? -1 : (s >> 8) & 0xff;
         } catch (Throwable t) {

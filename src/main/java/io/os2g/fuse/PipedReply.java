@@ -1,7 +1,5 @@
 package io.os2g.fuse;
 
-import io.os2g.Errno;
-import io.os2g.ErrnoException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -23,7 +21,7 @@ final class PipedReply implements ReadReply, AutoCloseable {
     private static final int HEADER = 16;
 
     private final int device;
-    /** The session whose READs this answers; null for replies to READs another process delegated. */
+    /** The session whose READs this answers; null for replies to READs another process forwarded. */
     private final FuseSession session;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment header = arena.allocate(HEADER, 8);
@@ -32,7 +30,7 @@ final class PipedReply implements ReadReply, AutoCloseable {
     private long unique;
     private long expected;
     private long appended;
-    private boolean delegated;
+    private boolean forwarded;
     /** What waits for this pipe to refer to no file page (see {@link #whenDone}). */
     private final List<Runnable> whenDone = new ArrayList<>(2);
 
@@ -74,27 +72,27 @@ final class PipedReply implements ReadReply, AutoCloseable {
         unique = requestUnique;
         expected = -1;
         appended = 0;
-        delegated = false;
+        forwarded = false;
     }
 
     @Override
-    public DelegatedRead delegate() {
+    public ForwardedRead forward() {
         if (expected >= 0 || session == null) {
-            throw new IllegalStateException(session == null ? "a delegated reply cannot be delegated again" : "delegate() after begin()");
+            throw new IllegalStateException(session == null ? "a forwarded reply cannot be forwarded again" : "forward() after begin()");
         }
-        delegated = true;
-        return new DelegatedRead(session, unique);
+        forwarded = true;
+        return new ForwardedRead(session, unique);
     }
 
     /** Whether another holder of the descriptor answers this READ. */
-    boolean delegated() {
-        return delegated;
+    boolean forwarded() {
+        return forwarded;
     }
 
     @Override
     public void begin(int length) {
-        if (expected >= 0 || delegated) {
-            throw new IllegalStateException("begin() twice in one reply, or after delegate()");
+        if (expected >= 0 || forwarded) {
+            throw new IllegalStateException("begin() twice in one reply, or after forward()");
         }
         header.set(ValueLayout.JAVA_INT_UNALIGNED, 0, HEADER + length);
         header.set(ValueLayout.JAVA_INT_UNALIGNED, 4, 0);
@@ -206,7 +204,7 @@ final class PipedReply implements ReadReply, AutoCloseable {
         } else {
             int errno = Native.errno();
             discard(); // whatever the kernel did not take is not sent later as part of another reply
-            if (n < 0 && errno == Native.ENOENT) {
+            if (n < 0 && errno == FuseErrno.ENOENT) {
                 return false;
             }
             throw new ReplyFailed("splicing a reply to /dev/fuse", errno);
@@ -236,14 +234,9 @@ final class PipedReply implements ReadReply, AutoCloseable {
     }
 
     /** A reply could not be assembled or sent: the reader sees EIO. */
-    static final class ReplyFailed extends ErrnoException {
+    static final class ReplyFailed extends FuseException {
         ReplyFailed(String what, int errno) {
-            super(what + " failed: errno " + errno, null);
-        }
-
-        @Override
-        public int errno() {
-            return Errno.EIO;
+            super(FuseErrno.EIO, what + " failed: errno " + errno);
         }
     }
 }

@@ -43,9 +43,9 @@ public interface ReadReply {
 
     /**
      * Leaves this READ to be answered by another holder of this mount's /dev/fuse descriptor (another
-     * process lent it: {@link DeviceHandoff}, {@link FuseReplies}), instead of {@link #begin}. The kernel
-     * matches a reply to its request by {@link DelegatedRead#unique} on the open file the request was read
+     * process lent it: {@link DeviceHandoff}, {@link LentDeviceReplies}), instead of {@link #begin}. The kernel
+     * matches a reply to its request by {@link ForwardedRead#unique} on the open file the request was read
      * from, so the holder must have that same open file.
      */
-    DelegatedRead delegate();
+    ForwardedRead forward();
 }

@@ -66,7 +66,7 @@ final class SmallReply {
             body.set(INT, 0, value.length); // fuse_getxattr_out
             send(8);
         } else if (value.length > size) {
-            error(io.os2g.Errno.ERANGE);
+            error(FuseErrno.ERANGE);
         } else {
             MemorySegment bytes = Arena.ofAuto().allocate(Math.max(value.length, 1));
             MemorySegment.copy(value, 0, bytes, ValueLayout.JAVA_BYTE, 0, value.length);
@@ -91,7 +91,7 @@ final class SmallReply {
         if (Native.writev(device, iov, count) < 0) {
             int errno = Native.errno();
             // ENOENT: the request was interrupted and is gone; anything else is a protocol error of ours
-            if (errno != Native.ENOENT) {
+            if (errno != FuseErrno.ENOENT) {
                 LOG.error("FUSE reply refused by the kernel: errno {}", errno);
             }
         }

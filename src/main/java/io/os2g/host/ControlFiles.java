@@ -21,7 +21,7 @@ import java.util.function.Supplier;
  *     stages them a bounded window ahead of the readers ({@link HintWriter}).
  * <li>{@code warm} takes paths the same way; the agent stages all of them ({@code os2g warm}).
  * <li>{@code extents} (read-write, the mount owner's) takes paths and answers, from offset 0, where
- *     each file's staged bytes lie, leased until it is closed ({@link ExtentQuery}).
+ *     each file's staged bytes lie, leased until it is closed ({@link ExtentsControlFile}).
  * </ul>
  * Opening {@code prefetch} or {@code warm} with O_TRUNC (a shell's {@code >}, Python's {@code "w"})
  * replaces the paths not yet staged; without it ({@code >>}, {@code "a"}) they are added at the end.
@@ -46,7 +46,7 @@ final class ControlFiles {
     private final String mountPoint;
     private final ConcurrentHashMap<Long, byte[]> snapshots = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, HintWriter> writers = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<Long, ExtentQuery> queries = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Long, ExtentsControlFile> queries = new ConcurrentHashMap<>();
     private final StagedReader reader;
 
     ControlFiles(Supplier<String> stats, Namespace namespace, AgentLink link, ReadMetrics metrics, String mountPoint,
@@ -92,7 +92,7 @@ final class ControlFiles {
             if ((flags & O_ACCMODE) != O_RDWR) {
                 return -Errno.EACCES; // paths go in, answers come out: O_RDWR
             }
-            queries.put(fh, new ExtentQuery(namespace, link, reader, mountPoint));
+            queries.put(fh, new ExtentsControlFile(namespace, link, reader, mountPoint));
             return 0;
         }
         if (isWritable(path)) {
@@ -112,7 +112,7 @@ final class ControlFiles {
 
     /** Bytes of the open snapshot from {@code offset}, at most {@code size}. */
     byte[] read(long fh, long offset, long size) {
-        ExtentQuery query = queries.get(fh);
+        ExtentsControlFile query = queries.get(fh);
         if (query != null) {
             return query.read(offset, size);
         }
@@ -124,7 +124,7 @@ final class ControlFiles {
 
     /** Takes a write to {@code prefetch} or {@code warm}; returns the count taken or a negated errno. */
     int write(long fh, ByteBuffer bytes) {
-        ExtentQuery query = queries.get(fh);
+        ExtentsControlFile query = queries.get(fh);
         if (query != null) {
             int n = bytes.remaining();
             query.write(bytes);
@@ -140,7 +140,7 @@ final class ControlFiles {
     }
 
     boolean release(long fh) {
-        ExtentQuery query = queries.remove(fh);
+        ExtentsControlFile query = queries.remove(fh);
         if (query != null) {
             query.close();
             return true;

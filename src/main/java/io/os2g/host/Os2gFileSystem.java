@@ -2,13 +2,13 @@ package io.os2g.host;
 
 import io.os2g.Errno;
 import io.os2g.ErrnoException;
+import io.os2g.WarningLimiter;
+import io.os2g.fuse.ForwardedRead;
 import io.os2g.fuse.FuseFileSystem;
-import io.os2g.fuse.DelegatedRead;
 import io.os2g.fuse.ReadReply;
 import io.os2g.link.AgentLink;
 import io.os2g.link.OpenRequest;
 import io.os2g.link.ReadRequest;
-import io.os2g.WarningLimiter;
 import io.os2g.metrics.ReadMetrics;
 import io.os2g.namespace.Directory;
 import io.os2g.namespace.EntryName;
@@ -48,7 +48,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
     /**
      * The preferred I/O size (st_blksize, and statfs's block size). A reader that sizes its buffer by
      * it (Python's {@code open}, stdio) asks 128 KiB first, and the kernel reads ahead 256 KiB: a
-     * JPEG-sized file in one READ. At 4 KiB the same file took three (16, 64, then the rest).
+     * JPEG-sized file in one READ, where a 4 KiB block size splits it into three.
      */
     static final int BLOCK_SIZE = 128 * 1024;
     private static final int S_IFDIR = 0040000;
@@ -250,8 +250,8 @@ public final class Os2gFileSystem implements FuseFileSystem {
             reply.copy(buffer.asSlice(0, bytes.length));
             return;
         }
-        if (link.answersReads()) {
-            answerInAgent(handle, offset, size, reply.delegate());
+        if (link.agentReplies()) {
+            replyInAgent(handle, offset, size, reply.forward());
             return;
         }
         int length = (int) Math.max(0, Math.min(size, handle.file().size() - offset));
@@ -279,22 +279,22 @@ public final class Os2gFileSystem implements FuseFileSystem {
     /**
      * Leaves the READ to the agent, which holds this mount's /dev/fuse too: the shim sends the READ's
      * number and nothing else; the staged bytes go from the agent's segment files to the kernel. When
-     * the agent cannot answer (a failed fetch, the deadline, the agent gone), the shim answers the errno.
+     * the agent cannot reply (a failed fetch, the deadline, the agent gone), the shim answers the errno.
      */
-    private void answerInAgent(OpenHandle handle, long offset, int size, DelegatedRead delegated) {
+    private void replyInAgent(OpenHandle handle, long offset, int size, ForwardedRead forwarded) {
         metrics.inFlight(1);
-        link.answer(new ReadRequest(handle.agentHandle(), offset, size), delegated.unique(), (answered, failure) -> {
+        link.replyInAgent(new ReadRequest(handle.agentHandle(), offset, size), forwarded.unique(), (replied, failure) -> {
             metrics.inFlight(-1);
             if (failure == null) {
-                metrics.served(answered.bytes());
-                metrics.spliced(answered.bytes());
-                metrics.answeredByAgent(answered.bytes());
-                metrics.staged(answered.hits(), answered.misses());
+                metrics.served(replied.bytes());
+                metrics.spliced(replied.bytes());
+                metrics.answeredByAgent(replied.bytes());
+                metrics.staged(replied.hits(), replied.misses());
                 return;
             }
             Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null ? failure.getCause() : failure;
             RuntimeException e = cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
-            delegated.fail(failure("read", handle.file().key(), e).errno());
+            forwarded.fail(errnoOf(failure("read", handle.file().key(), e)));
         });
     }
 
@@ -449,14 +449,21 @@ public final class Os2gFileSystem implements FuseFileSystem {
         }
     }
 
-    /** A failed operation, counted by errno and logged (a few lines per kind and minute), as the errno it answers. */
-    private ErrnoException failure(String op, String path, RuntimeException e) {
-        if (e instanceof ErrnoException errno) {
-            if (errno.errno() != Errno.ENOENT && errno.errno() != Errno.ENODATA) {
-                metrics.error(errno.errno());
-                warnings.warn(op + " " + errno.errno(), "{} {}: {}", op, path, e.getMessage());
+    /** The errno of a failure of os2g's layers ({@link ErrnoException}) or of this binding's own. */
+    @Override
+    public int errnoOf(RuntimeException failure) {
+        return failure instanceof ErrnoException e ? e.errno() : FuseFileSystem.super.errnoOf(failure);
+    }
+
+    /** A failed operation, counted by errno and logged (a few lines per kind and minute), as the exception it answers with. */
+    private RuntimeException failure(String op, String path, RuntimeException e) {
+        int errno = errnoOf(e);
+        if (errno > 0) {
+            if (errno != Errno.ENOENT && errno != Errno.ENODATA) {
+                metrics.error(errno);
+                warnings.warn(op + " " + errno, "{} {}: {}", op, path, e.getMessage());
             }
-            return errno;
+            return e;
         }
         metrics.error(Errno.EIO);
         LOG.error("{} {} failed", op, path, e);

@@ -17,22 +17,23 @@ public interface AgentLink extends AutoCloseable {
     CompletableFuture<Void> read(ReadRequest request);
 
     /**
-     * Whether the agent answers READs on the mount's /dev/fuse itself (split mode, once the shim lent
-     * it the descriptor): then {@link #answer} instead of {@link #read} and a copy.
+     * Whether the agent replies to READs on the mount's /dev/fuse itself (split mode, once the shim lent
+     * it the descriptor: {@link DeviceLender}): then {@link #replyInAgent} instead of {@link #read} and
+     * a copy.
      */
-    default boolean answersReads() {
+    default boolean agentReplies() {
         return false;
     }
 
     /**
-     * Asks the agent to stage a range and answer READ {@code unique} with it; {@code done} is called once,
-     * with what the agent answered or the failure (an {@link io.os2g.ErrnoException}; the READ is then the
-     * caller's to answer). {@code done} is in place before the request goes out, and an answer is handed
-     * to it before any later message from the agent is taken: a stats request made after the READ
+     * Asks the agent to stage a range and reply to READ {@code unique} with it; {@code done} is called
+     * once, with what the agent sent or the failure (an {@link io.os2g.ErrnoException}; the READ is then
+     * the caller's to answer). {@code done} is in place before the request goes out, and an outcome is
+     * handed to it before any later message from the agent is taken: a stats request made after the READ
      * returned finds it counted.
      */
-    default void answer(ReadRequest request, long unique, BiConsumer<AnsweredRead, Throwable> done) {
-        done.accept(null, new LinkException(io.os2g.Errno.EIO, "this agent answers no reads"));
+    default void replyInAgent(ReadRequest request, long unique, BiConsumer<RepliedRead, Throwable> done) {
+        done.accept(null, new LinkException(io.os2g.Errno.EIO, "this agent replies to no READs"));
     }
 
     /** Tells the agent a range is being read (it was staged already), so its readahead moves on; no answer. */

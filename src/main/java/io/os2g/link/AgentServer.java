@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
 /**
  * The agent's end of the split mode: a Unix socket (mode 0600) where shims connect, one session per
  * connection. Each connection is read by one platform thread that blocks on the socket (no polling:
- * an idle agent uses no CPU); slow requests (listings, fetches, answered READs) run on virtual
+ * an idle agent uses no CPU); slow requests (listings, fetches, READs the agent replies to) run on virtual
  * threads and answer by request id.
  */
 public final class AgentServer implements AutoCloseable {
@@ -81,9 +81,8 @@ public final class AgentServer implements AutoCloseable {
     }
 
     private void serve(SocketChannel channel) {
-        Wire wire = new Wire(ChannelStreams.in(channel), ChannelStreams.out(channel));
+        Wire wire = new Wire(SocketChannelStreams.in(channel), SocketChannelStreams.out(channel));
         AgentSession session = null;
-        ReadAnswerer answerer = null;
         try {
             Wire.Frame first = wire.receive();
             if (!(first.message() instanceof Message.Hello hello)) {
@@ -102,11 +101,10 @@ public final class AgentServer implements AutoCloseable {
                 return;
             }
             LOG.info("serving {}/{} to a shim (staging in {})", hello.spec().bucket(), hello.spec().prefix(), session.layout().directory());
-            answerer = answerer(session);
             wire.send(first.id(), new Message.Welcome(session.layout()));
             for (;;) {
                 Wire.Frame frame = wire.receive();
-                dispatch(wire, session, answerer, frame);
+                dispatch(wire, session, frame);
             }
         } catch (EOFException e) {
             // the shim went away (unmounted or killed)
@@ -121,28 +119,16 @@ public final class AgentServer implements AutoCloseable {
             } catch (IOException ignored) {
                 // closing
             }
-            if (answerer != null) {
-                answerer.close(); // the lent /dev/fuse too: the mount must not outlive its shim here
-            }
-            if (session != null) {
+            if (session != null) { // its kernel replier's lent /dev/fuse too: the mount must not outlive its shim here
                 LOG.info("shim of {} disconnected: its staging region is freed", session.layout().directory());
                 session.close();
             }
         }
     }
 
-    /** Where the session takes a lent /dev/fuse to answer READs itself; null where it cannot (a socket path too long). */
-    private static ReadAnswerer answerer(AgentSession session) {
-        try {
-            return ReadAnswerer.listen(session.agent(), session.view(), Path.of(session.layout().directory()));
-        } catch (IOException | IllegalArgumentException e) {
-            LOG.info("the shim of {} answers its own reads: {}", session.layout().directory(), e.getMessage());
-            return null;
-        }
-    }
-
-    private void dispatch(Wire wire, AgentSession session, ReadAnswerer answerer, Wire.Frame frame) throws IOException {
+    private void dispatch(Wire wire, AgentSession session, Wire.Frame frame) throws IOException {
         Agent agent = session.agent();
+        KernelReplier replier = session.kernelReplier();
         long id = frame.id();
         switch (frame.message()) {
             case Message.ListPrefix list -> threads.execute(() -> {
@@ -163,13 +149,13 @@ public final class AgentServer implements AutoCloseable {
                     staged.whenComplete((ok, failed) -> reply(wire, id, failed == null ? new Message.Done() : failure(failed)));
                 }
             }
-            case Message.Lend lend -> reply(wire, id, answerer != null && answerer.take() ? new Message.Done()
-                    : new Message.Failed(Errno.EIO, answerer == null ? "this session answers no reads" : "no /dev/fuse descriptor arrived"));
-            case Message.Answer answer -> {
-                if (answerer == null) {
-                    reply(wire, id, new Message.Failed(Errno.EIO, "this session answers no reads"));
+            case Message.Lend lend -> reply(wire, id, replier != null && replier.takeLentDevice() ? new Message.Done()
+                    : new Message.Failed(Errno.EIO, replier == null ? "this agent replies to no READs" : "no /dev/fuse descriptor arrived"));
+            case Message.ReplyToRead read -> {
+                if (replier == null) {
+                    reply(wire, id, new Message.Failed(Errno.EIO, "this agent replies to no READs"));
                 } else {
-                    answerer.answer(answer.request(), answer.unique(), message -> tell(wire, id, message), threads);
+                    replier.reply(read.request(), read.unique(), outcome(wire, id), threads);
                 }
             }
             case Message.Release release -> agent.release(release.handle());
@@ -178,8 +164,8 @@ public final class AgentServer implements AutoCloseable {
                 agent.prefetch(r.files().stream().map(OpenRequest::file).toList(), r.replace(), r.warm());
             }
             case Message.Stats stats -> {
-                if (answerer != null) {
-                    answerer.awaitAnswersTold(); // the shim counts a READ it left to us when it hears of it
+                if (replier != null) {
+                    replier.awaitOutcomesTold(); // the shim counts a READ it left to us when it hears of it
                 }
                 reply(wire, id, new Message.StatsReply(session.statsJson()));
             }
@@ -194,22 +180,32 @@ public final class AgentServer implements AutoCloseable {
     }
 
     /**
-     * Tells the shim how a READ it left to us went. Answered: the reader has its bytes and the shim
+     * Tells the shim how a READ it left to us went. Replied: the reader has its bytes and the shim
      * waits on this for its counters and deadline only, so it goes with the next frame or within
      * {@link Wire#LATER_MILLIS} (one wake-up of the shim's reader per batch, not per READ; a stats
      * request's reply goes after it). Failed: the READ is still open and the shim answers its errno,
      * so soon.
      */
-    private static void tell(Wire wire, long id, Message message) {
-        try {
-            if (message instanceof Message.Answered) {
-                wire.sendLater(id, message);
-            } else {
-                wire.sendSoon(id, message);
+    private static KernelReplier.Outcome outcome(Wire wire, long id) {
+        return new KernelReplier.Outcome() {
+            @Override
+            public void replied(RepliedRead read) {
+                try {
+                    wire.sendLater(id, new Message.ReadReplied(read.bytes(), read.hits(), read.misses()));
+                } catch (IOException e) {
+                    // the shim is gone; its reader ends the session
+                }
             }
-        } catch (IOException e) {
-            // the shim is gone; its reader ends the session
-        }
+
+            @Override
+            public void failed(int errno, String message) {
+                try {
+                    wire.sendSoon(id, new Message.Failed(errno, message));
+                } catch (IOException e) {
+                    // the shim is gone; its reader ends the session
+                }
+            }
+        };
     }
 
     private static void reply(Wire wire, long id, Message message) {

@@ -1,7 +1,6 @@
 package io.os2g.link;
 
 import io.os2g.agent.Agent;
-import io.os2g.staging.StagingView;
 
 /** One mount an agent process serves for one shim connection; closed when the connection ends. */
 public interface AgentSession extends AutoCloseable {
@@ -9,10 +8,10 @@ public interface AgentSession extends AutoCloseable {
     Agent agent();
 
     /** Where the mount's staging region is, for the shim to map. */
-    StagingLayout layout();
+    StagingRegionSpec layout();
 
-    /** The staging region as the agent reads it, to answer READs on a lent /dev/fuse. */
-    StagingView view();
+    /** How this session replies to READs on a /dev/fuse the shim lends it; null where it cannot. */
+    KernelReplier kernelReplier();
 
     /** The agent's counters for this mount, as a JSON object. */
     String statsJson();

@@ -48,7 +48,7 @@ final class AnswerDeadlines {
             Entry head;
             while ((head = sent.peek()) != null && (head.answer().isDone() || now - head.deadline() >= 0)) {
                 sent.poll();
-                if (!head.answer().isDone()) { // not one per answered READ: its stack trace cost ~2 us each
+                if (!head.answer().isDone()) { // an exception (and its stack trace) only for a READ that is late
                     head.answer().completeExceptionally(new LinkException(Errno.EIO, late));
                 }
             }

@@ -8,7 +8,7 @@ sealed interface Message {
     record Hello(int version, MountSpec spec) implements Message {
     }
 
-    record Welcome(StagingLayout layout) implements Message {
+    record Welcome(StagingRegionSpec layout) implements Message {
     }
 
     /** The agent will not serve this mount (version mismatch, bucket missing, credentials rejected ...). */
@@ -33,18 +33,18 @@ sealed interface Message {
     }
 
     /**
-     * The shim has sent its /dev/fuse descriptor to the session's handoff socket
-     * ({@link ReadAnswerer#HANDOFF}); Done when the agent took it.
+     * The shim has lent its /dev/fuse descriptor to the session ({@link DeviceLender}); Done when the
+     * agent took it ({@link KernelReplier#takeLentDevice}).
      */
     record Lend() implements Message {
     }
 
-    /** Stage a range and answer READ {@code unique} with it on the lent /dev/fuse. */
-    record Answer(ReadRequest request, long unique) implements Message {
+    /** Stage a range and reply to READ {@code unique} with it on the lent /dev/fuse. */
+    record ReplyToRead(ReadRequest request, long unique) implements Message {
     }
 
-    /** A READ answered: its bytes, and how many of its chunks were staged already or waited. */
-    record Answered(long bytes, int hits, int misses) implements Message {
+    /** A READ the agent replied to: its bytes, and how many of its chunks were staged already or waited. */
+    record ReadReplied(long bytes, int hits, int misses) implements Message {
     }
 
     record Failed(int errno, String message) implements Message {

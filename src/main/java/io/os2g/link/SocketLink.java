@@ -1,7 +1,6 @@
 package io.os2g.link;
 
 import io.os2g.Errno;
-import io.os2g.fuse.DeviceHandoff;
 import io.os2g.staging.StagingConfig;
 import io.os2g.staging.StagingView;
 import io.os2g.store.Listing;
@@ -46,8 +45,8 @@ public final class SocketLink implements AgentLink {
     private final Set<Long> hinted = ConcurrentHashMap.newKeySet();
     private volatile Connection current;
     private final AnswerDeadlines deadlines;
-    /** The mount's /dev/fuse, lent to each connection's agent; -1 before the mount (or never). */
-    private volatile int lentDevice = -1;
+    /** Lends the mount's /dev/fuse to each connection's agent; null before the mount, or with agent replies off. */
+    private volatile DeviceLender lender;
     private volatile boolean closed;
     private Thread redialer;
 
@@ -58,8 +57,8 @@ public final class SocketLink implements AgentLink {
         final StagingView view;
         final Path directory;
         final ConcurrentHashMap<Long, CompletableFuture<Message>> pending = new ConcurrentHashMap<>();
-        /** Whether the agent holds the lent /dev/fuse and answers READs. */
-        volatile boolean answers;
+        /** Whether the agent holds the lent /dev/fuse and replies to READs. */
+        volatile boolean agentReplies;
 
         Connection(SocketChannel channel, Wire wire, StagingView view, Path directory) {
             this.channel = channel;
@@ -149,7 +148,7 @@ public final class SocketLink implements AgentLink {
             throw new LinkException(Errno.EIO, "no agent at unix:" + socket + " (" + e.getMessage() + "); start one with os2g agent --listen unix:" + socket);
         }
         try {
-            Wire wire = new Wire(ChannelStreams.in(channel), ChannelStreams.out(channel));
+            Wire wire = new Wire(SocketChannelStreams.in(channel), SocketChannelStreams.out(channel));
             wire.send(0, new Message.Hello(Wire.VERSION, spec));
             Message answer = wire.receive().message();
             if (answer instanceof Message.Refused refused) {
@@ -158,7 +157,7 @@ public final class SocketLink implements AgentLink {
             if (!(answer instanceof Message.Welcome welcome)) {
                 throw new LinkException(Errno.EIO, "the agent at unix:" + socket + " answered the hello with " + answer);
             }
-            StagingLayout l = welcome.layout();
+            StagingRegionSpec l = welcome.layout();
             StagingView view = StagingView.attach(new StagingConfig(Path.of(l.directory()), l.capacity(), l.pageSize(),
                     l.segmentSize(), deadline));
             Connection connection = new Connection(channel, wire, view, Path.of(l.directory()));
@@ -305,16 +304,16 @@ public final class SocketLink implements AgentLink {
     }
 
     @Override
-    public boolean answersReads() {
+    public boolean agentReplies() {
         Connection connection = current;
-        return connection != null && connection.answers;
+        return connection != null && connection.agentReplies;
     }
 
     /** Bounded by the read deadline: a READ nobody answers would hang its reader. */
     @Override
-    public void answer(ReadRequest request, long unique, BiConsumer<AnsweredRead, Throwable> done) {
-        request(request, agentHandle -> new Message.Answer(new ReadRequest(agentHandle, request.offset(), request.length()), unique),
-                answer -> answer instanceof Message.Answered a ? new AnsweredRead(a.bytes(), a.hits(), a.misses()) : unexpected("a read", answer),
+    public void replyInAgent(ReadRequest request, long unique, BiConsumer<RepliedRead, Throwable> done) {
+        request(request, agentHandle -> new Message.ReplyToRead(new ReadRequest(agentHandle, request.offset(), request.length()), unique),
+                answer -> answer instanceof Message.ReadReplied r ? new RepliedRead(r.bytes(), r.hits(), r.misses()) : unexpected("a read", answer),
                 true, done);
     }
 
@@ -366,12 +365,12 @@ public final class SocketLink implements AgentLink {
     }
 
     /**
-     * Lends the mount's /dev/fuse descriptor to the agent (now, and again after each reconnect), so that
-     * it answers READs itself: the shim then forwards a READ's number instead of its bytes. Where the
-     * agent cannot take it, the shim goes on answering its own reads.
+     * Lends the mount's /dev/fuse descriptor to the agent through {@code lender} (now, and again after
+     * each reconnect), so that it replies to READs itself: the shim then forwards a READ's number
+     * instead of its bytes. Where the agent cannot take it, the shim goes on replying itself.
      */
-    public void lend(int device) {
-        lentDevice = device;
+    public void lendDevice(DeviceLender lender) {
+        this.lender = lender;
         Connection connection = current;
         if (connection != null) {
             lendTo(connection);
@@ -379,17 +378,17 @@ public final class SocketLink implements AgentLink {
     }
 
     private void lendTo(Connection connection) {
-        int device = lentDevice;
-        if (device < 0) {
+        DeviceLender l = lender;
+        if (l == null) {
             return;
         }
         try {
-            DeviceHandoff.send(device, connection.directory.resolve(ReadAnswerer.HANDOFF));
+            l.lendTo(connection.directory);
             connection.call(new Message.Lend());
-            connection.answers = true;
-            LOG.debug("the agent at unix:{} answers this mount's reads", socket);
-        } catch (IOException | RuntimeException e) { // never a failed mount: the shim can answer its reads itself
-            LOG.info("the agent at unix:{} does not answer reads itself ({}); the shim answers them", socket, e.getMessage());
+            connection.agentReplies = true;
+            LOG.debug("the agent at unix:{} replies to this mount's READs", socket);
+        } catch (IOException | RuntimeException e) { // never a failed mount: the shim can reply itself
+            LOG.info("the agent at unix:{} does not reply to READs itself ({}); the shim replies", socket, e.getMessage());
         }
     }
 

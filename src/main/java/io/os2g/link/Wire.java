@@ -30,8 +30,8 @@ final class Wire {
     static final long SOON_MILLIS = 2;
     /**
      * The bound of {@link #sendLater}: a released handle's state and pins stay this long longer at most,
-     * and counters of READs the agent answered lag this long. Each bound costs a flusher run while
-     * frames flow (a wake-up of both ends: 50 ms cost the shim 60-85 ms per 5,000-file epoch, 200 ms 21-36).
+     * and counters of READs the agent replied to lag this long. Each bound is a wake-up of both ends
+     * while frames flow, so it is long enough to batch many small files' frames.
      */
     static final long LATER_MILLIS = 200;
     private static final int SOON_MAX_BYTES = 16 * 1024;
@@ -241,8 +241,8 @@ final class Wire {
             case Message.StatsReply s -> 13;
             case Message.Prefetch p -> 14;
             case Message.Lend l -> 15;
-            case Message.Answer a -> 16;
-            case Message.Answered a -> 17;
+            case Message.ReplyToRead a -> 16;
+            case Message.ReadReplied a -> 17;
         };
     }
 
@@ -265,11 +265,11 @@ final class Wire {
             }
             case Message.Lend l -> {
             }
-            case Message.Answer a -> {
+            case Message.ReplyToRead a -> {
                 readRequest(o, a.request());
                 o.writeLong(a.unique());
             }
-            case Message.Answered a -> {
+            case Message.ReadReplied a -> {
                 o.writeLong(a.bytes());
                 o.writeInt(a.hits());
                 o.writeInt(a.misses());
@@ -302,8 +302,8 @@ final class Wire {
             case 13 -> new Message.StatsReply(string(i));
             case 14 -> new Message.Prefetch(prefetch(i));
             case 15 -> new Message.Lend();
-            case 16 -> new Message.Answer(readRequest(i), i.readLong());
-            case 17 -> new Message.Answered(i.readLong(), i.readInt(), i.readInt());
+            case 16 -> new Message.ReplyToRead(readRequest(i), i.readLong());
+            case 17 -> new Message.ReadReplied(i.readLong(), i.readInt(), i.readInt());
             default -> throw new IOException("unknown message type " + type);
         };
     }
@@ -340,15 +340,15 @@ final class Wire {
                 i.readLong(), i.readInt(), i.readLong(), i.readBoolean(), i.readBoolean(), i.readInt()));
     }
 
-    private static void layout(DataOutputStream o, StagingLayout l) throws IOException {
+    private static void layout(DataOutputStream o, StagingRegionSpec l) throws IOException {
         string(o, l.directory());
         o.writeLong(l.capacity());
         o.writeInt(l.pageSize());
         o.writeLong(l.segmentSize());
     }
 
-    private static StagingLayout layout(DataInputStream i) throws IOException {
-        return new StagingLayout(string(i), i.readLong(), i.readInt(), i.readLong());
+    private static StagingRegionSpec layout(DataInputStream i) throws IOException {
+        return new StagingRegionSpec(string(i), i.readLong(), i.readInt(), i.readLong());
     }
 
     private static void listing(DataOutputStream o, Listing listing) throws IOException {

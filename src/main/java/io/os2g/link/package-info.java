@@ -1,13 +1,19 @@
 /**
- * The boundary between the host shim and the agent.
+ * The transport between the host shim and the agent: messages only, never shared objects.
  *
- * <p>The shim speaks to the agent only through {@link io.os2g.link.AgentLink}, with immutable request
- * values ({@link io.os2g.link.OpenRequest}, {@link io.os2g.link.ReadRequest}) and futures for
- * completions, never with shared objects. {@link io.os2g.link.InProcessLink} delivers them to an
- * agent in the same process; a split-process transport (Unix socket, shared extent index) implements
- * the same interface. In split mode the agent is lent the mount's /dev/fuse and answers the READs
- * itself ({@code ReadAnswerer}): the shim forwards a READ's number, never its bytes.
- * Without that (a region whose pages are reused in place), only misses, opens, first reads into a
- * chunk (readahead hints) and releases cross the link, and the shim reads staged chunks itself.
+ * <p>The shim speaks to the agent through {@link io.os2g.link.AgentLink}, with immutable request values
+ * ({@link io.os2g.link.OpenRequest}, {@link io.os2g.link.ReadRequest}, {@link io.os2g.link.PrefetchRequest})
+ * and futures for completions. {@link io.os2g.link.InProcessLink} delivers them to an agent in the same
+ * process; in split mode {@link io.os2g.link.SocketLink} (the shim) and {@link io.os2g.link.AgentServer}
+ * (the agent) carry them over a Unix socket in length-prefixed frames ({@code Wire}, with a versioned
+ * handshake), reconnecting when the agent comes back. Either way only misses, opens, first reads into a
+ * chunk (readahead hints) and releases cross the link: the shim reads staged chunks from the staging
+ * region itself, with no message.
+ *
+ * <p>Where shim and agent share a kernel, the agent can also write the FUSE replies to READs itself on a
+ * {@code /dev/fuse} the shim lends it; the link carries only the messages for that
+ * ({@link io.os2g.link.DeviceLender}, {@link io.os2g.link.KernelReplier}) and the package
+ * {@code io.os2g.agentreplies} implements them. The link knows no FUSE, contains no policy and never
+ * polls.
  */
 package io.os2g.link;

@@ -43,12 +43,12 @@ public final class Reservation {
     public void fill(InputStream in) throws IOException {
         if (in instanceof ReadableByteChannel channel) {
             // more than a page per read(2): fewer calls for the same bytes (docs/PERFORMANCE.md)
-            MemorySegment buffer = FillBuffers.SHARED.take();
+            MemorySegment buffer = FillBufferPool.SHARED.take();
             try {
                 ByteBuffer window = buffer.asByteBuffer();
                 fill(want -> Math.max(0, channel.read(window.clear().limit(want))), buffer);
             } finally {
-                FillBuffers.SHARED.giveBack(buffer);
+                FillBufferPool.SHARED.giveBack(buffer);
             }
         } else {
             // a page: a stream (a decoder, a tar member, OkHttp's body) reads its socket through

@@ -18,9 +18,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The segment files of a region, open for pread(2) and pwrite(2): the data path of the staging
  * region. The kernel copies between its own mapping of the shared-memory pages and the caller's buffer,
- * so no process pays to map each staging page into its own page tables: on the benchmark VM a first
- * touch of a freshly mapped page made a copy run at 0.5 GB/s (8 GB/s through pread), and every
- * process that read or wrote a region through its own mapping paid it once per page.
+ * so no process pays to map each staging page into its own page tables: the first touch of a freshly
+ * mapped page is dear (a fault, and in a VM a trip through the hypervisor), and every process that read
+ * or wrote a region through its own mapping would pay it once per page.
  *
  * <p>Descriptors rather than {@code FileChannel}s: a channel is closed for every thread when one
  * thread using it is interrupted (fetches are interrupted when an agent closes). The calls are

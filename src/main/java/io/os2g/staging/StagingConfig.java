@@ -10,7 +10,7 @@ import java.util.Objects;
  * @param directory where segment files live; created 0700, removed at close
  * @param capacity total bytes of all segments: the bound on staged and in-flight data
  * @param pageSize allocation unit. 64 KiB: small enough that a JPEG-sized file wastes little, large
- *     enough that an 8 MiB chunk is 128 pages and the allocator stays off the profile
+ *     enough that an 8 MiB chunk is 128 pages and allocating them stays cheap
  * @param segmentSize bytes per segment file; 64 MiB keeps the file count low and each mmap modest
  * @param reserveTimeout how long a fetch waits for space when every page is pinned or in flight
  */

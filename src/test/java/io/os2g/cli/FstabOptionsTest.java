@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.os2g.runtime.MountConfig;
+import io.os2g.runtime.UsageError;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;

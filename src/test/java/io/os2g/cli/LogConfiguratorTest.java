@@ -24,12 +24,12 @@ class LogConfiguratorTest {
         LogConfigurator.applyDefaults(context);
         Logger root = context.getLogger(Logger.ROOT_LOGGER_NAME);
         assertEquals(Level.WARN, root.getLevel());
-        assertEquals(Level.INFO, context.getLogger("io.os2g.cli.Gateway").getEffectiveLevel());
+        assertEquals(Level.INFO, context.getLogger("io.os2g.runtime.Gateway").getEffectiveLevel());
         assertEquals(Level.WARN, context.getLogger("okhttp3.OkHttpClient").getEffectiveLevel());
 
         ConsoleAppender<ILoggingEvent> stderr = (ConsoleAppender<ILoggingEvent>) root.getAppender(LogConfigurator.STDERR);
         assertEquals("System.err", stderr.getTarget());
-        Logger gateway = context.getLogger("io.os2g.cli.Gateway");
+        Logger gateway = context.getLogger("io.os2g.runtime.Gateway");
         String line = encode(stderr, new LoggingEvent(Logger.FQCN, gateway, Level.INFO, "mounted {} at {}", null, new Object[] {"b/", "/mnt"}));
         assertTrue(line.matches("\\d\\d:\\d\\d:\\d\\d\\.\\d{3} INFO  Gateway: mounted b/ at /mnt\n"), line);
         String failure = encode(stderr, new LoggingEvent(Logger.FQCN, gateway, Level.WARN, "read failed", new IOException("reset"), null));

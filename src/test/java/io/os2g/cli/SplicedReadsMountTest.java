@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.os2g.runtime.Gateway;
 import io.os2g.support.S3Fixture;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -10,16 +10,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.os2g.Errno;
-import io.os2g.link.AgentServer;
 import io.os2g.link.LinkException;
 import io.os2g.link.MountSpec;
 import io.os2g.link.OpenRequest;
 import io.os2g.link.ReadRequest;
 import io.os2g.link.SocketLink;
 import io.os2g.namespace.InodeTable;
+import io.os2g.runtime.AgentService;
+import io.os2g.runtime.AgentServiceConfig;
+import io.os2g.runtime.Gateway;
 import io.os2g.staging.ChunkKey;
 import io.os2g.staging.StagedChunk;
-import io.os2g.staging.StagingDirectory;
 import io.os2g.staging.StagingView;
 import io.os2g.store.Listing;
 import io.os2g.support.S3Fixture;
@@ -56,29 +57,30 @@ class SplitModeTest {
 
     private S3Fixture s3;
     private Path socket;
-    private StagingDirectory stagingParent;
-    private AgentServer server;
+    private Path stagingParent;
+    private AgentService server;
 
     @BeforeEach
     void setUp() throws Exception {
         s3 = new S3Fixture(proxy).bucket("data");
         socket = tmp.resolve("agent.sock");
-        stagingParent = StagingDirectory.claim(tmp.resolve("staging"));
+        stagingParent = tmp.resolve("staging");
         server = startAgent();
     }
 
-    private AgentServer startAgent() throws Exception {
+    /** An agent as {@code os2g agent} composes it, from its command line. */
+    private AgentService startAgent() throws Exception {
         Path credentials = S3Fixture.credentialsFile(tmp);
         AgentCommand command = new AgentCommand();
         new picocli.CommandLine(command).parseArgs("--listen", "unix:" + socket, "--endpoint", s3.endpoint().toString(),
                 "--credentials-file", credentials.toString(), "--request-timeout", "2", "--retries", "1");
-        return AgentServer.listen(socket, new AgentSessions(command.store, stagingParent, 8, io.os2g.metrics.PrometheusMetrics.getSeconds("mount", "source"), -1));
+        return AgentService.start(new AgentServiceConfig(socket, stagingParent, command.store::config, command.store.readDeadline(),
+                8, -1, null));
     }
 
     @AfterEach
     void tearDown() {
         server.close();
-        stagingParent.remove();
     }
 
     private SocketLink connect(String bucket) {
@@ -120,14 +122,17 @@ class SplitModeTest {
         }
     }
 
-    @Test
-    void aSplitMountsReadsAreAnsweredByTheAgentOnTheLentDeviceWithTheSameBytes() throws Exception {
+    /**
+     * Mounts bucket data through the agent with {@code --agent-replies agentReplies}, reads a 3 MiB file
+     * whole and across a chunk boundary (bytes equal), and returns the mount's stats after the reads.
+     */
+    private java.util.Map<String, Object> readThroughASplitMount(String agentReplies) throws Exception {
         assumeTrue(Files.isWritable(Path.of("/dev/fuse")) && "root".equals(System.getProperty("user.name")), "needs root and /dev/fuse");
         byte[] body = S3Fixture.bytes(3 * (1 << 20) + 1000, 11);
         s3.put("data", "dir/big.bin", body);
         Path mnt = Files.createDirectory(tmp.resolve("mnt"));
-        Gateway gateway = MountCommand.mountWithAgent(MountCommand.parse("data", mnt.toString(), "--agent", "unix:" + socket,
-                "--chunk-size", "1M").config());
+        Gateway gateway = Gateway.open(MountCommand.parse("data", mnt.toString(), "--agent", "unix:" + socket,
+                "--chunk-size", "1M", "--agent-replies", agentReplies).config());
         try {
             assertArrayEquals(body, Files.readAllBytes(mnt.resolve("dir/big.bin")));
             try (var channel = java.nio.channels.FileChannel.open(mnt.resolve("dir/big.bin"))) {
@@ -136,12 +141,24 @@ class SplitModeTest {
                 assertArrayEquals(java.util.Arrays.copyOfRange(body, (2 << 20) - 150_000, (2 << 20) + 150_000), across.array());
             }
             java.util.Map<String, Object> stats = io.os2g.metrics.Stats.parse(Files.readString(mnt.resolve(".os2g/stats")));
-            long served = ((Number) stats.get("bytes_served")).longValue();
-            assertTrue(served >= body.length, stats.toString());
-            assertEquals(served, ((Number) stats.get("bytes_answered_by_agent")).longValue(), "every READ answered by the agent");
+            assertTrue(((Number) stats.get("bytes_served")).longValue() >= body.length, stats.toString());
+            return stats;
         } finally {
             gateway.close();
         }
+    }
+
+    @Test
+    void aSplitMountsReadsAreAnsweredByTheAgentOnTheLentDeviceWithTheSameBytes() throws Exception {
+        java.util.Map<String, Object> stats = readThroughASplitMount("on");
+        assertEquals(((Number) stats.get("bytes_served")).longValue(), ((Number) stats.get("bytes_answered_by_agent")).longValue(),
+                "every READ answered by the agent");
+    }
+
+    @Test
+    void withAgentRepliesOffTheShimAnswersEveryReadFromTheSharedRegion() throws Exception {
+        java.util.Map<String, Object> stats = readThroughASplitMount("off");
+        assertEquals(0L, ((Number) stats.get("bytes_answered_by_agent")).longValue(), "no READ left to the agent");
     }
 
     @Test
@@ -153,7 +170,7 @@ class SplitModeTest {
             s3.put("data", "f/" + i, S3Fixture.bytes(1000 + i, i));
         }
         Path mnt = Files.createDirectory(tmp.resolve("mnt"));
-        Gateway gateway = MountCommand.mountWithAgent(MountCommand.parse("data", mnt.toString(), "--agent", "unix:" + socket).config());
+        Gateway gateway = Gateway.open(MountCommand.parse("data", mnt.toString(), "--agent", "unix:" + socket).config());
         java.util.concurrent.atomic.AtomicLong returned = new java.util.concurrent.atomic.AtomicLong();
         try (var pool = java.util.concurrent.Executors.newFixedThreadPool(readers)) {
             java.util.List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
@@ -251,7 +268,7 @@ class SplitModeTest {
     void theAgentFreesAShimsRegionWhenTheShimGoes() throws Exception {
         SocketLink link = connect("data");
         Path region;
-        try (var dirs = Files.list(stagingParent.path())) {
+        try (var dirs = Files.list(stagingParent)) {
             region = dirs.filter(Files::isDirectory).findFirst().orElseThrow();
         }
         assertTrue(Files.exists(region.resolve("segment-0000")));

@@ -1,6 +1,7 @@
 package io.os2g.cli;
 
-import io.os2g.store.MinioObjectStore;
+import io.os2g.runtime.Gateway;
+import io.os2g.runtime.MountConfig;
 import io.os2g.support.S3Fixture;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -19,6 +20,6 @@ final class TestMounts {
                 "--request-timeout", "5", "--retries", "1"));
         args.addAll(List.of(options));
         MountConfig config = MountCommand.parse(args.toArray(String[]::new)).config();
-        return Gateway.mount(config, new MinioObjectStore(config.store()));
+        return Gateway.open(config);
     }
 }

@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.os2g.Errno;
-import io.os2g.ErrnoException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -46,7 +44,7 @@ class FuseSessionMountTest {
         /** A file holding BYTES (SPLICE, PASSTHROUGH, DELEGATE). */
         private final int fd;
         /** Replies through a lent descriptor (DELEGATE), as another process would answer. */
-        FuseReplies replies;
+        LentDeviceReplies replies;
         private final Path source;
         final java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
         private final java.util.concurrent.ExecutorService other = java.util.concurrent.Executors.newSingleThreadExecutor();
@@ -118,20 +116,20 @@ class FuseSessionMountTest {
                     reply.whenDone(() -> overwrite(from, to - from));
                 }
                 case DELEGATE -> {
-                    DelegatedRead delegated = reply.delegate();
+                    ForwardedRead forwarded = reply.forward();
                     // alternately copied from memory and spliced from the file, as the agent may do
                     if (reads.get() % 2 == 0) {
-                        other.submit(() -> replies.read(delegated.unique(), data.asSlice(0, to - from)));
+                        other.submit(() -> replies.read(forwarded.unique(), data.asSlice(0, to - from)));
                     } else {
-                        other.submit(() -> replies.read(delegated.unique(), r -> {
+                        other.submit(() -> replies.read(forwarded.unique(), r -> {
                             r.begin(to - from);
                             r.splice(fd, from, to - from);
                         }));
                     }
                 }
                 case DELEGATE_FAIL -> {
-                    DelegatedRead delegated = reply.delegate();
-                    other.submit(() -> delegated.fail(Errno.EIO));
+                    ForwardedRead forwarded = reply.forward();
+                    other.submit(() -> forwarded.fail(FuseErrno.EIO));
                 }
                 default -> {
                     reply.begin(to - from);
@@ -169,14 +167,9 @@ class FuseSessionMountTest {
         }
     }
 
-    private static final class NotFound extends ErrnoException {
+    private static final class NotFound extends FuseException {
         NotFound() {
-            super("no such entry", null);
-        }
-
-        @Override
-        public int errno() {
-            return Errno.ENOENT;
+            super(FuseErrno.ENOENT, "no such entry");
         }
     }
 
@@ -215,7 +208,7 @@ class FuseSessionMountTest {
     }
 
     @Test
-    void aDelegatedReadFailedByItsSessionGivesTheReaderTheErrno() throws Exception {
+    void aForwardedReadFailedByItsSessionGivesTheReaderTheErrno() throws Exception {
         assertTrue(readsThrough(Mode.DELEGATE_FAIL) > 0);
     }
 
@@ -249,7 +242,7 @@ class FuseSessionMountTest {
             try (DeviceHandoff handoff = DeviceHandoff.listen(dir.resolve("handoff.sock"))) {
                 assertEquals(-1, handoff.take(), "nothing sent yet");
                 DeviceHandoff.send(fd, handoff.path());
-                fs.replies = new FuseReplies(handoff.take());
+                fs.replies = new LentDeviceReplies(handoff.take());
             }
         }
         FuseSession session = new FuseSession(fd, fs, 2, FuseSession.Timeouts.forever());

@@ -19,7 +19,7 @@ class WireTest {
 
     private static final List<Message> EVERY_KIND = List.of(
             new Message.Hello(Wire.VERSION, new MountSpec("bkt", "train/", 1L << 30, 8 << 20, 64 << 20, 256, -1, true, false, 2)),
-            new Message.Welcome(new StagingLayout("/dev/shm/os2g/a/mount-1", 1L << 30, 65536, 64L << 20)),
+            new Message.Welcome(new StagingRegionSpec("/dev/shm/os2g/a/mount-1", 1L << 30, 65536, 64L << 20)),
             new Message.Refused("bucket bkt does not exist"),
             new Message.ListPrefix("train/cat/"),
             new Message.Listed(new Listing("train/", List.of(new ObjectSummary("train/ünï €.jpg", 125_000, "e1", 1700000000000L)),
@@ -29,8 +29,8 @@ class WireTest {
             new Message.Read(new ReadRequest(7, 0, 4096), false),
             new Message.Done(),
             new Message.Lend(),
-            new Message.Answer(new ReadRequest(7, 1L << 33, 512 << 10), 0x1234_5678_9abcL),
-            new Message.Answered(512 << 10, 1, 0),
+            new Message.ReplyToRead(new ReadRequest(7, 1L << 33, 512 << 10), 0x1234_5678_9abcL),
+            new Message.ReadReplied(512 << 10, 1, 0),
             new Message.Failed(5, "server error HTTP 503"),
             new Message.Release(7),
             new Message.Stats(),
@@ -61,14 +61,14 @@ class WireTest {
     void framesSentSoonArriveTogetherWithinMillisAndBeforeAnyFrameSentAfterThem() throws Exception {
         ByteArrayOutputStream sent = new ByteArrayOutputStream();
         Wire writer = new Wire(new ByteArrayInputStream(new byte[0]), sent);
-        writer.sendSoon(1, new Message.Answered(4096, 1, 0));
+        writer.sendSoon(1, new Message.ReadReplied(4096, 1, 0));
         writer.sendSoon(2, new Message.Failed(5, "fetch failed"));
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
         while (sent.size() == 0) {
             assertTrue(System.nanoTime() < deadline, "frames sent soon were never written");
             Thread.sleep(1);
         }
-        writer.sendSoon(3, new Message.Answered(8192, 0, 1));
+        writer.sendSoon(3, new Message.ReadReplied(8192, 0, 1));
         writer.send(4, new Message.Done()); // takes the frame held for soon with it, ahead of itself
         Wire reader = new Wire(new ByteArrayInputStream(sent.toByteArray()), new ByteArrayOutputStream());
         for (long id = 1; id <= 4; id++) {
@@ -84,8 +84,8 @@ class WireTest {
         List<byte[]> writes = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
         Wire wire = new Wire(readerIn, recording(writes));
         Wire peer = new Wire(new ByteArrayInputStream(new byte[0]), toReader);
-        peer.send(1, new Message.Answer(new ReadRequest(7, 0, 4096), 11));
-        peer.send(2, new Message.Answer(new ReadRequest(7, 4096, 4096), 12));
+        peer.send(1, new Message.ReplyToRead(new ReadRequest(7, 0, 4096), 11));
+        peer.send(2, new Message.ReplyToRead(new ReadRequest(7, 4096, 4096), 12));
         // as the agent tells a failed READ
         Thread reader = answering(wire, frame -> wire.sendSoon(frame.id(), new Message.Failed(5, "evicted")));
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
@@ -110,9 +110,9 @@ class WireTest {
         java.util.concurrent.atomic.AtomicLong answeredAt = new java.util.concurrent.atomic.AtomicLong();
         Thread reader = answering(wire, frame -> { // as the agent answers a staged READ
             answeredAt.set(System.nanoTime());
-            wire.sendLater(frame.id(), new Message.Answered(4096, 1, 0));
+            wire.sendLater(frame.id(), new Message.ReadReplied(4096, 1, 0));
         });
-        new Wire(new ByteArrayInputStream(new byte[0]), toReader).send(1, new Message.Answer(new ReadRequest(7, 0, 4096), 11));
+        new Wire(new ByteArrayInputStream(new byte[0]), toReader).send(1, new Message.ReplyToRead(new ReadRequest(7, 0, 4096), 11));
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
         while (answeredAt.get() == 0 || reader.getState() != Thread.State.TIMED_WAITING) { // back in the pipe's read
             assertTrue(System.nanoTime() < deadline, "the reader never took the request");
@@ -125,7 +125,7 @@ class WireTest {
             assertTrue(System.nanoTime() < deadline, "an answer with nothing sent after it was never written");
             Thread.sleep(1);
         }
-        assertEquals(new Wire.Frame(1, new Message.Answered(4096, 1, 0)),
+        assertEquals(new Wire.Frame(1, new Message.ReadReplied(4096, 1, 0)),
                 new Wire(new ByteArrayInputStream(writes.getFirst()), new ByteArrayOutputStream()).receive());
         toReader.close();
         reader.join(5000);
@@ -137,7 +137,7 @@ class WireTest {
         Wire writer = new Wire(new ByteArrayInputStream(new byte[0]), recording(writes));
         writer.sendLater(1, new Message.Release(7));
         writer.sendLater(2, new Message.Open(8, new OpenRequest(42, "train/a.jpg", "etag", 125_000)));
-        writer.send(3, new Message.Answer(new ReadRequest(8, 0, 128 << 10), 11));
+        writer.send(3, new Message.ReplyToRead(new ReadRequest(8, 0, 128 << 10), 11));
         assertEquals(1, writes.size(), "the release and the open ride with the READ's request");
         Wire reader = new Wire(new ByteArrayInputStream(writes.getFirst()), new ByteArrayOutputStream());
         for (long id = 1; id <= 3; id++) {
@@ -193,7 +193,7 @@ class WireTest {
             server.bind(address);
             try (var client = java.nio.channels.SocketChannel.open(address); var accepted = server.accept()) {
                 int before = nonBlockingSockets();
-                Wire wire = new Wire(ChannelStreams.in(client), ChannelStreams.out(client));
+                Wire wire = new Wire(SocketChannelStreams.in(client), SocketChannelStreams.out(client));
                 Thread.ofVirtual().start(() -> {
                     try {
                         wire.send(1, new Message.Release(7));
@@ -202,7 +202,7 @@ class WireTest {
                     }
                 }).join();
                 assertEquals(before, nonBlockingSockets(), "the platform thread reading the link would poll at every wake-up");
-                Wire peer = new Wire(ChannelStreams.in(accepted), ChannelStreams.out(accepted));
+                Wire peer = new Wire(SocketChannelStreams.in(accepted), SocketChannelStreams.out(accepted));
                 assertEquals(new Wire.Frame(1, new Message.Release(7)), peer.receive());
                 // what a write on the virtual thread itself does (and that this test sees it)
                 Thread.ofVirtual().start(() -> {

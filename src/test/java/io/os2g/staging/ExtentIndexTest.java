@@ -320,8 +320,8 @@ class ExtentIndexTest {
         ChannelBody in = new ChannelBody(body, Integer.MAX_VALUE);
         r.fill(in);
         r.publish(new ChunkKey(11, 0), "e");
-        assertEquals((body.length + FillBuffers.SIZE - 1) / FillBuffers.SIZE, in.channelReads,
-                "read in steps of a fill buffer (" + FillBuffers.SIZE + " bytes), not page by page");
+        assertEquals((body.length + FillBufferPool.SIZE - 1) / FillBufferPool.SIZE, in.channelReads,
+                "read in steps of a fill buffer (" + FillBufferPool.SIZE + " bytes), not page by page");
         StagedChunk chunk = index.view().acquire(new ChunkKey(11, 0), "e");
         try {
             assertArrayEquals(body, read(index, chunk, 0, body.length));

@@ -1,0 +1,92 @@
+package io.os2g.runtime;
+
+import io.os2g.link.AgentServer;
+import io.os2g.metrics.PrometheusMetrics;
+import io.os2g.staging.StagingDirectory;
+import io.os2g.staging.StagingException;
+import io.os2g.store.MinioObjectStore;
+import io.os2g.store.StoreException;
+import io.prometheus.metrics.exporter.httpserver.HTTPServer;
+import java.io.IOException;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A running agent process: the link server on its socket, the staging directory it claimed, an
+ * {@link AgentSessions} that opens a session for each shim, and the metrics endpoint. Closing it
+ * stops all of them, exactly once.
+ */
+public final class AgentService implements AutoCloseable {
+
+    private final AgentServer server;
+    private final StagingDirectory staging;
+    private final HTTPServer metrics;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private AgentService(AgentServer server, StagingDirectory staging, HTTPServer metrics) {
+        this.server = server;
+        this.staging = staging;
+        this.metrics = metrics;
+    }
+
+    /**
+     * Checks the options (GPU, endpoint, credentials, TLS), claims the staging directory and listens.
+     *
+     * @throws UsageError for anything the user can fix
+     */
+    public static AgentService start(AgentServiceConfig config) {
+        if (config.gpuDevice() >= 0) {
+            CudaDevices.device(config.gpuDevice()); // no driver or no such device: refused now, not at the first mount
+        }
+        // endpoint, credentials and TLS options (a CA bundle's certificates too) are checked now, not at
+        // the first mount; the first mount also no longer waits for the client's classes to load
+        try {
+            new MinioObjectStore(config.storeOf().apply("probe")).close();
+        } catch (StoreException e) {
+            throw new UsageError(e.getMessage());
+        }
+        StagingDirectory staging;
+        try {
+            staging = StagingDirectory.claim(config.stagingDir());
+        } catch (StagingException e) {
+            throw new UsageError(e.getMessage());
+        }
+        AgentSessions sessions = new AgentSessions(config.storeOf(), config.readDeadline(), staging, config.maxFetches(),
+                PrometheusMetrics.getSeconds("mount", "source"), config.gpuDevice());
+        AgentServer server;
+        try {
+            server = AgentServer.listen(config.socket(), sessions);
+        } catch (IOException e) {
+            staging.remove();
+            throw new UsageError("cannot listen on unix:" + config.socket() + ": " + e.getMessage());
+        }
+        HTTPServer metrics = null;
+        if (config.metricsAddress() != null) {
+            try {
+                metrics = MetricsServer.serve(config.metricsAddress(), PrometheusMetrics.forAgent(sessions::served, sessions.getSeconds()));
+            } catch (UsageError e) {
+                server.close();
+                staging.remove();
+                throw e;
+            }
+        }
+        return new AgentService(server, staging, metrics);
+    }
+
+    /** The port metrics are served on; -1 without {@code --metrics-port}. */
+    public int metricsPort() {
+        return metrics == null ? -1 : metrics.getPort();
+    }
+
+    /** Stops serving: the shims' sessions end, their staging regions and the staging directory go. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        if (metrics != null) {
+            metrics.close();
+        }
+        server.close();
+        staging.remove();
+    }
+}

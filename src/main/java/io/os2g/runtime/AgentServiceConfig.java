@@ -1,0 +1,22 @@
+package io.os2g.runtime;
+
+import io.os2g.store.StoreConfig;
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.function.Function;
+
+/**
+ * Everything an agent process needs ({@code os2g agent}).
+ *
+ * @param socket the Unix socket shims connect to
+ * @param stagingDir where each mount's staging region is created ({@code mount-N} under it)
+ * @param storeOf how to reach a bucket (endpoint, credentials, TLS, retries), for each mount a shim asks for
+ * @param readDeadline how long a read may wait for a fetch
+ * @param maxFetches chunk fetches in flight at once, per mount
+ * @param gpuDevice the CUDA device every staging region is registered with unless its mount asks for another; -1 for none
+ * @param metricsAddress where to serve Prometheus metrics; null for nowhere
+ */
+public record AgentServiceConfig(Path socket, Path stagingDir, Function<String, StoreConfig> storeOf, Duration readDeadline,
+                                 int maxFetches, int gpuDevice, InetSocketAddress metricsAddress) {
+}

@@ -1,0 +1,204 @@
+package io.os2g.runtime;
+
+import io.os2g.agent.Agent;
+import io.os2g.agent.AgentConfig;
+import io.os2g.agent.DecompressedStore;
+import io.os2g.agent.TarExpandingStore;
+import io.os2g.agentreplies.AgentReplier;
+import io.os2g.link.AgentSession;
+import io.os2g.link.KernelReplier;
+import io.os2g.link.MountSpec;
+import io.os2g.link.StagingRegionSpec;
+import io.os2g.metrics.PrometheusMetrics;
+import io.os2g.metrics.Stats;
+import io.os2g.namespace.Namespace;
+import io.os2g.staging.ExtentIndex;
+import io.os2g.staging.GpuRegistration;
+import io.os2g.staging.StagingConfig;
+import io.os2g.staging.StagingDirectory;
+import io.os2g.staging.StagingRegion;
+import io.os2g.store.MinioObjectStore;
+import io.os2g.store.ObjectStore;
+import io.os2g.store.StoreConfig;
+import io.prometheus.metrics.core.metrics.Histogram;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The agent process's mounts: for each shim that connects, a store client for its bucket, a staging
+ * region of its own (so a shim that dies takes exactly its pages with it), a namespace, an agent, and
+ * the replier that answers READs on a /dev/fuse the shim may lend it.
+ */
+final class AgentSessions implements AgentSession.Factory {
+
+    private static final Logger LOG = LoggerFactory.getLogger(AgentSessions.class);
+
+    private final Function<String, StoreConfig> storeOf;
+    private final Duration readDeadline;
+    private final StagingDirectory parent;
+    private final int maxFetches;
+    private final AtomicInteger next = new AtomicInteger(1);
+    private final Histogram getSeconds;
+    private final Map<String, Session> live = new ConcurrentSkipListMap<>();
+
+    private final int defaultGpu;
+
+    /**
+     * @param storeOf how to reach a bucket (endpoint, credentials, retries)
+     * @param readDeadline how long a read may wait for a fetch
+     * @param getSeconds the histogram, labelled mount and source, that every session's GETs are timed into
+     * @param defaultGpu the CUDA device regions are registered with when a mount asks for none; -1 for none
+     */
+    AgentSessions(Function<String, StoreConfig> storeOf, Duration readDeadline, StagingDirectory parent, int maxFetches,
+                  Histogram getSeconds, int defaultGpu) {
+        this.defaultGpu = defaultGpu;
+        this.storeOf = storeOf;
+        this.readDeadline = readDeadline;
+        this.parent = parent;
+        this.maxFetches = maxFetches;
+        this.getSeconds = getSeconds;
+    }
+
+    Histogram getSeconds() {
+        return getSeconds;
+    }
+
+    /** The mounts served now, for the metrics endpoint. */
+    List<PrometheusMetrics.ServedMount> served() {
+        List<PrometheusMetrics.ServedMount> mounts = new ArrayList<>();
+        live.forEach((name, s) -> mounts.add(new PrometheusMetrics.ServedMount(name, s.source,
+                GatewayStats.counters(s.store, s.agent, s.index))));
+        return mounts;
+    }
+
+    @Override
+    public AgentSession open(MountSpec spec) {
+        String name = "mount-" + next.getAndIncrement();
+        String source = spec.bucket() + "/" + spec.prefix();
+        StagingConfig staging = StagingConfig.of(parent.path().resolve(name), spec.stagingSize(), readDeadline);
+        Preflight.stagingFits(staging);
+        MinioObjectStore client = new MinioObjectStore(storeOf.apply(spec.bucket()));
+        StagingRegion region = null;
+        GpuRegistration gpu = null;
+        try {
+            Preflight.storeAnswers(client, client.endpoint(), spec.prefix());
+            region = StagingRegion.create(staging);
+            int device = spec.gpuDevice() >= 0 ? spec.gpuDevice() : defaultGpu;
+            gpu = device < 0 ? null : CudaDevices.register(device, region);
+            ExtentIndex index = new ExtentIndex(region, spec.chunkSize());
+            Duration ttl = spec.metadataTtlSeconds() < 0 ? null : Duration.ofSeconds(spec.metadataTtlSeconds());
+            TarExpandingStore tars = spec.expandTar() ? new TarExpandingStore(client) : null;
+            DecompressedStore decompressed = spec.decompress() ? new DecompressedStore(tars != null ? tars : client) : null;
+            ObjectStore objects = decompressed != null ? decompressed : tars != null ? tars : client;
+            Namespace namespace = new Namespace(objects, spec.prefix(), ttl);
+            AgentConfig config = new AgentConfig(spec.chunkSize(), Math.min(AgentConfig.DEFAULT_INITIAL_READAHEAD, spec.maxReadahead()),
+                    spec.maxReadahead(), maxFetches, spec.dirPrefetch());
+            client.observeGets(getSeconds.labelValues(name, source)::observe);
+            Agent agent = new Agent(objects, index, config, namespace);
+            Session session = new Session(name, source, agent, client, tars, decompressed, region, gpu, index, namespace,
+                    replier(agent, index, staging.directory()));
+            live.put(name, session);
+            return session;
+        } catch (RuntimeException e) {
+            if (gpu != null) {
+                gpu.close();
+            }
+            if (region != null) {
+                region.close();
+            }
+            client.close();
+            throw e;
+        }
+    }
+
+    /** Where the session takes a lent /dev/fuse to reply to READs itself; null where it cannot (a socket path too long). */
+    private static KernelReplier replier(Agent agent, ExtentIndex index, Path stagingDirectory) {
+        try {
+            return AgentReplier.listen(agent, index.view(), stagingDirectory);
+        } catch (IOException | IllegalArgumentException e) {
+            LOG.info("the shim of {} replies to its own READs: {}", stagingDirectory, e.getMessage());
+            return null;
+        }
+    }
+
+    private final class Session implements AgentSession {
+        private final String name;
+        private final String source;
+        private final Agent agent;
+        private final MinioObjectStore store;
+        private final TarExpandingStore tars;
+        private final DecompressedStore decompressed;
+        private final StagingRegion region;
+        private final GpuRegistration gpu;
+        private final ExtentIndex index;
+        private final Namespace namespace;
+        private final KernelReplier replier;
+
+        Session(String name, String source, Agent agent, MinioObjectStore store, TarExpandingStore tars,
+                DecompressedStore decompressed, StagingRegion region, GpuRegistration gpu, ExtentIndex index, Namespace namespace,
+                KernelReplier replier) {
+            this.replier = replier;
+            this.gpu = gpu;
+            this.name = name;
+            this.source = source;
+            this.agent = agent;
+            this.store = store;
+            this.tars = tars;
+            this.decompressed = decompressed;
+            this.region = region;
+            this.index = index;
+            this.namespace = namespace;
+        }
+
+        @Override
+        public Agent agent() {
+            return agent;
+        }
+
+        @Override
+        public StagingRegionSpec layout() {
+            StagingConfig c = region.config();
+            return new StagingRegionSpec(c.directory().toString(), c.capacity(), c.pageSize(), c.segmentSize());
+        }
+
+        @Override
+        public KernelReplier kernelReplier() {
+            return replier;
+        }
+
+        @Override
+        public String statsJson() {
+            Map<String, Object> agentPart = GatewayStats.agent(store, tars, decompressed, agent, index);
+            agentPart.put("cpu_seconds", Stats.processCpuSeconds());
+            if (gpu != null) {
+                agentPart.put("gpu", CudaDevices.stats(gpu));
+            }
+            return Stats.json(agentPart);
+        }
+
+        @Override
+        public void close() {
+            if (replier != null) {
+                replier.close();
+            }
+            live.remove(name);
+            getSeconds.remove(name, source);
+            agent.close();
+            namespace.close();
+            (decompressed != null ? decompressed : store).close(); // closes its decoders, then the store
+            if (gpu != null) {
+                gpu.close();
+            }
+            region.close();
+        }
+    }
+}

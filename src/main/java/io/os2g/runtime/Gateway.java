@@ -1,0 +1,260 @@
+package io.os2g.runtime;
+
+import io.os2g.agent.Agent;
+import io.os2g.agent.DecompressedStore;
+import io.os2g.agent.TarExpandingStore;
+import io.os2g.agentreplies.FuseDeviceLender;
+import io.os2g.host.FuseMount;
+import io.os2g.host.Os2gFileSystem;
+import io.os2g.link.AgentLink;
+import io.os2g.link.InProcessLink;
+import io.os2g.link.LinkException;
+import io.os2g.link.LinkedListings;
+import io.os2g.link.MountSpec;
+import io.os2g.link.SocketLink;
+import io.os2g.metrics.AgentCounters;
+import io.os2g.metrics.PrometheusMetrics;
+import io.os2g.metrics.ReadMetrics;
+import io.os2g.metrics.Stats;
+import io.os2g.namespace.Namespace;
+import io.os2g.staging.ChunkLayout;
+import io.os2g.staging.ExtentIndex;
+import io.os2g.staging.GpuRegistration;
+import io.os2g.staging.StagingException;
+import io.os2g.staging.StagingRegion;
+import io.os2g.store.MinioObjectStore;
+import io.os2g.store.ObjectStore;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.exporter.httpserver.HTTPServer;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One running mount: the composition root. The shim (namespace, file system, FUSE mount) talks to an
+ * agent in this process or in an agent process ({@link MountConfig#agentSocket}). Closing it
+ * unmounts, stops the agent side and frees the staging region, whichever way the mount ends
+ * (signal, fusermount -u, error), exactly once.
+ */
+public final class Gateway implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Gateway.class);
+
+    private final MountConfig config;
+    private final ReadMetrics metrics;
+    private final Namespace namespace;
+    private final AgentLink link;
+    private final Backend backend;
+    private final Os2gFileSystem fs;
+    private final FuseMount mount;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Histogram getSeconds;
+    private HTTPServer metricsServer;
+
+    /** What lies behind the link, closed after it. */
+    private interface Backend {
+        /** The agent's counters for {@code /.os2g/stats}; null when they cannot be had now. */
+        Map<String, Object> stats();
+
+        /** The in-process agent's counters for the metrics endpoint; null in split mode (the agent serves its own). */
+        AgentCounters counters();
+
+        /** Frees what the agent side holds; returns the agent's part of the unmount summary. */
+        String close();
+    }
+
+    private Gateway(MountConfig config, Namespace namespace, AgentLink link, Backend backend, ReadMetrics metrics,
+                    Histogram getSeconds) {
+        this.config = config;
+        this.getSeconds = getSeconds;
+        this.namespace = namespace;
+        this.link = link;
+        this.backend = backend;
+        this.metrics = metrics;
+        boolean split = config.agentSocket() != null;
+        this.fs = new Os2gFileSystem(namespace, link, new ChunkLayout(config.agent().chunkSize()), config.fs(), metrics,
+                () -> GatewayStats.document(split, metrics, backend.stats()));
+        this.mount = new FuseMount(config.mountPoint(), config.fuseOptions());
+    }
+
+    /**
+     * Checks what the user can get wrong (FUSE, the staging dir's room, the GPU, the store or the agent
+     * answering) and mounts; returns once the mount answers.
+     *
+     * @throws UsageError for anything the user can fix
+     */
+    public static Gateway open(MountConfig config) {
+        Preflight.fuseAvailable();
+        return config.agentSocket() != null ? mountWithAgent(config) : mountInProcess(config);
+    }
+
+    private static Gateway mountInProcess(MountConfig config) {
+        Preflight.stagingFits(config.staging());
+        if (config.gpuDevice() >= 0) {
+            CudaDevices.device(config.gpuDevice()); // no driver or no such device: refused before anything is set up
+        }
+        MinioObjectStore store = new MinioObjectStore(config.store());
+        try {
+            Preflight.storeAnswers(store, config.store().endpoint(), config.prefix());
+            return mount(config, store);
+        } catch (StagingException e) {
+            store.close();
+            throw new UsageError(e.getMessage());
+        } catch (RuntimeException e) {
+            store.close();
+            throw e;
+        }
+    }
+
+    /** The agent checks the store and creates the staging region; its refusal is the one line. */
+    private static Gateway mountWithAgent(MountConfig config) {
+        SocketLink link;
+        try {
+            link = SocketLink.connect(config.agentSocket(), new MountSpec(config.bucket(), config.prefix(),
+                    config.staging().capacity(), config.agent().chunkSize(), config.agent().maxReadahead(),
+                    config.agent().directoryPrefetch(), config.metadataTtl() == null ? -1 : config.metadataTtl().toSeconds(),
+                    config.expandTar(), config.decompress(), config.gpuDevice()),
+                    config.fs().readDeadline());
+        } catch (LinkException e) {
+            throw new UsageError(e.getMessage());
+        }
+        return mountWithAgent(config, link);
+    }
+
+    /** Mounts with the agent in this process; returns once the mount answers. The store has passed its preflight probe. */
+    private static Gateway mount(MountConfig config, MinioObjectStore store) {
+        StagingRegion region = StagingRegion.create(config.staging());
+        Gateway gateway;
+        GpuRegistration gpu = null;
+        try {
+            gpu = config.gpuDevice() < 0 ? null : CudaDevices.register(config.gpuDevice(), region);
+            GpuRegistration registered = gpu;
+            ExtentIndex index = new ExtentIndex(region, config.agent().chunkSize());
+            TarExpandingStore tars = config.expandTar() ? new TarExpandingStore(store) : null;
+            DecompressedStore decompressed = config.decompress() ? new DecompressedStore(tars != null ? tars : store) : null;
+            ObjectStore objects = decompressed != null ? decompressed : tars != null ? tars : store;
+            Namespace namespace = new Namespace(objects, config.prefix(), config.metadataTtl());
+            Agent agent = new Agent(objects, index, config.agent(), namespace);
+            Histogram getSeconds = PrometheusMetrics.getSeconds();
+            store.observeGets(getSeconds::observe);
+            Backend backend = new Backend() {
+                @Override
+                public Map<String, Object> stats() {
+                    Map<String, Object> stats = GatewayStats.agent(store, tars, decompressed, agent, index);
+                    if (registered != null) {
+                        stats.put("gpu", CudaDevices.stats(registered));
+                    }
+                    return stats;
+                }
+
+                @Override
+                public AgentCounters counters() {
+                    return GatewayStats.counters(store, agent, index);
+                }
+
+                @Override
+                public String close() {
+                    objects.close(); // the decompressing view's decoders, then the store
+                    // what readers and fetches still hold once nothing can run: anything but 0 is a leak
+                    int pinned = index.pinnedChunks();
+                    long inFlight = index.inFlightBytes();
+                    (pinned == 0 && inFlight == 0 ? LOG.atInfo() : LOG.atWarn()).log(
+                            "staging at unmount: {} chunks staged, {} pinned, {} bytes in flight", index.stagedChunks(), pinned, inFlight);
+                    if (registered != null) {
+                        registered.close();
+                    }
+                    region.close();
+                    return store.getCount() + " GETs, " + store.retryCount() + " retries, " + agent.prefetchedFiles() + " files prefetched";
+                }
+            };
+            gateway = new Gateway(config, namespace, new InProcessLink(agent, index.view()), backend, new ReadMetrics(), getSeconds);
+        } catch (RuntimeException e) {
+            if (gpu != null) {
+                gpu.close();
+            }
+            region.close();
+            throw e;
+        }
+        return gateway.start("staging " + Sizes.format(config.staging().capacity()) + " in " + config.staging().directory()
+                + (gpu == null ? "" : ", registered with GPU " + gpu.device().ordinal() + " (" + gpu.device().deviceName() + ")"));
+    }
+
+    /** Mounts with the agent process behind {@code link}: listings and fetches are the agent's; this process holds no credentials. */
+    private static Gateway mountWithAgent(MountConfig config, SocketLink link) {
+        Gateway gateway;
+        try {
+            Namespace namespace = new Namespace(new LinkedListings(link, config.bucket()), config.prefix(), config.metadataTtl());
+            Backend backend = new Backend() {
+                @Override
+                public Map<String, Object> stats() {
+                    try {
+                        return Stats.parse(link.agentStats());
+                    } catch (RuntimeException e) {
+                        return null; // the agent is away
+                    }
+                }
+
+                @Override
+                public AgentCounters counters() {
+                    return null;
+                }
+
+                @Override
+                public String close() {
+                    return "agent at unix:" + config.agentSocket();
+                }
+            };
+            gateway = new Gateway(config, namespace, link, backend, new ReadMetrics(), null);
+        } catch (RuntimeException e) {
+            link.close();
+            throw e;
+        }
+        return gateway.start("agent at unix:" + config.agentSocket());
+    }
+
+    private Gateway start(String where) {
+        try {
+            if (config.metricsAddress() != null) {
+                metricsServer = MetricsServer.serve(config.metricsAddress(), PrometheusMetrics.forMount(metrics,
+                        getSeconds == null ? null : backend::counters, getSeconds));
+            }
+            // split mode: the agent replies to READs itself from the first one on, where it can
+            mount.start(fs, device -> {
+                if (link instanceof SocketLink split && config.agentReplies()) {
+                    split.lendDevice(new FuseDeviceLender(device));
+                }
+            });
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+        LOG.info("mounted {}/{} at {} ({}{})", config.bucket(), config.prefix(), config.mountPoint(), where,
+                metricsServer == null ? "" : "; metrics at http://" + config.metricsAddress().getHostString() + ":"
+                        + metricsServer.getPort() + "/metrics");
+        return this;
+    }
+
+    /** Waits until the mount goes away (fusermount -u, or the kernel's unmount). */
+    public void awaitUnmount() throws InterruptedException {
+        mount.awaitUnmount();
+    }
+
+    /** Idempotent; a second caller (signal hook and main thread both) waits until the first is done. */
+    @Override
+    public synchronized void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        mount.unmount();
+        if (metricsServer != null) {
+            metricsServer.close();
+        }
+        namespace.close();
+        link.close();
+        String agentSide = backend.close();
+        LOG.info("unmounted {}: served {} bytes in {} reads ({} staging hits, {} misses, {} errors; {})",
+                config.mountPoint(), metrics.bytesServed(), metrics.reads(), metrics.stagingHits(),
+                metrics.stagingMisses(), metrics.errors(), agentSide);
+    }
+}

@@ -1,0 +1,91 @@
+package io.os2g.runtime;
+
+import io.os2g.agent.Agent;
+import io.os2g.agent.DecompressedStore;
+import io.os2g.agent.TarExpandingStore;
+import io.os2g.metrics.AgentCounters;
+import io.os2g.metrics.ReadMetrics;
+import io.os2g.metrics.Stats;
+import io.os2g.staging.ExtentIndex;
+import io.os2g.store.MinioObjectStore;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The {@code /.os2g/stats} document. Counters only: no endpoint credentials, no keys. The shim's and
+ * the agent's CPU are apart in split mode; with the agent in process they are one process's.
+ */
+final class GatewayStats {
+
+    private GatewayStats() {
+    }
+
+    /** The agent's part of the document: its store's requests, its fetches and prefetching, its staging region. */
+    static Map<String, Object> agent(MinioObjectStore store, TarExpandingStore tars, DecompressedStore decompressed,
+                                     Agent agent, ExtentIndex index) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("gets", store.getCount());
+        m.put("retries", store.retryCount());
+        m.put("fetched_bytes", agent.fetchedBytes());
+        m.put("failed_fetches", agent.failedFetches());
+        m.put("prefetched_files", agent.prefetchedFiles());
+        m.put("prefetch", agent.hintCounters());
+        m.put("warm", agent.warmCounters());
+        m.put("staging", staging(index));
+        if (tars != null) {
+            m.put("tar", tars.stats());
+        }
+        if (decompressed != null) {
+            m.put("decompress", decompressed.stats());
+        }
+        return m;
+    }
+
+    /** The same counters for the Prometheus exposition. */
+    static AgentCounters counters(MinioObjectStore store, Agent agent, ExtentIndex index) {
+        return new AgentCounters(store.getCount(), store.getsInFlight(), store.retryCount(), agent.fetchedBytes(),
+                agent.failedFetches(), agent.prefetchedFiles(), index.capacityBytes(), index.freeBytes(),
+                index.inFlightBytes(), index.stagedChunks(), index.evictions());
+    }
+
+    private static Map<String, Object> staging(ExtentIndex index) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("capacity_bytes", index.capacityBytes());
+        m.put("page_bytes", index.pageSize());
+        m.put("free_bytes", index.freeBytes());
+        m.put("staged_chunks", index.stagedChunks());
+        m.put("pinned_chunks", index.pinnedChunks());
+        m.put("in_flight_bytes", index.inFlightBytes());
+        m.put("evictions", index.evictions());
+        return m;
+    }
+
+    /**
+     * @param split whether the agent is another process
+     * @param agent the agent's part ({@code cpu_seconds} among it), or null when it cannot be asked now
+     */
+    static String document(boolean split, ReadMetrics metrics, Map<String, Object> agent) {
+        double cpu = Stats.processCpuSeconds();
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("mode", split ? "split" : "in-process");
+        doc.put("bytes_served", metrics.bytesServed());
+        doc.put("bytes_spliced", metrics.bytesSpliced());
+        doc.put("bytes_answered_by_agent", metrics.bytesAnsweredByAgent());
+        doc.put("reads", metrics.reads());
+        doc.put("open_files", metrics.openFiles());
+        doc.put("staging_hits", metrics.stagingHits());
+        doc.put("staging_misses", metrics.stagingMisses());
+        doc.put("errors", metrics.errors());
+        doc.put("errors_by_errno", metrics.errorsByErrno());
+        doc.put("hint_lines", Map.of("accepted", metrics.hintsAccepted(), "rejected", metrics.hintsRejected()));
+        Map<String, Object> process = new LinkedHashMap<>();
+        process.put("cpu_seconds", cpu);
+        process.put("cpu_seconds_per_gib", Stats.perGib(cpu, metrics.bytesServed()));
+        doc.put(split ? "shim" : "process", process);
+        if (agent != null && split && agent.get("cpu_seconds") instanceof Number agentCpu) {
+            agent.put("cpu_seconds_per_gib", Stats.perGib(agentCpu.doubleValue(), metrics.bytesServed()));
+        }
+        doc.put("agent", agent == null ? Map.of("connected", false) : agent);
+        return Stats.json(doc);
+    }
+}
