@@ -127,14 +127,7 @@ def targets(endpoint, data, work, quick):
     # went 273 -> 226 samples/s twenty minutes apart), and the report compares every target with the mean
     all_targets = [
         Target("local", "local copy, run first (the ceiling)", None),
-        Target("os2g", "default", lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--endpoint", endpoint, "--expand-tar", "--decompress"], creds),
-        Target("os2g", "recommended: --metadata-ttl forever",
-               lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--endpoint", endpoint, "--metadata-ttl", "forever", "--expand-tar", "--decompress"], creds),
-        # the offload: the agent pinned to one core (a DPU's stand-in), the shim wherever the kernel puts it
-        Target("os2g-split", "agent on core 1 (taskset -c 1, --cpus 1), otherwise default",
-               lambda m: [str(ROOT / "os2g"), "mount", "bench", str(m), "--agent", f"unix:{work}/agent.sock", "--expand-tar", "--decompress"], creds,
-               agent=[*(["taskset", "-c", "1"] if (os.cpu_count() or 1) > 1 else []), str(ROOT / "os2g"), "agent",
-                      "--listen", f"unix:{work}/agent.sock", "--endpoint", endpoint, "--cpus", "1"]),
+        *os2g_targets(str(ROOT / "os2g"), "", endpoint, work, creds),
         Target("s3fs", "default", lambda m: ["s3fs", "bench", str(m), "-f", "-o", s3fs_base]),
         Target("s3fs", "recommended: ro,kernel_cache,enable_noobj_cache,stat cache 1h/200k,parallel_count=16,multireq_max=32",
                lambda m: ["s3fs", "bench", str(m), "-f", "-o", s3fs_base + ",ro,kernel_cache,enable_noobj_cache,"
@@ -146,9 +139,27 @@ def targets(endpoint, data, work, quick):
                           "--buffer-size", "32M"], rclone_env),
         Target("local", "local copy, run last (the ceiling)", None),
     ]
+    baseline = os.environ.get("OS2G_BASELINE")
+    if baseline:  # another build's checkout, for before/after rounds: os2g-base, os2g-split-base
+        all_targets[1:1] = os2g_targets(str(Path(baseline) / "os2g"), "-base", endpoint, work, creds)
     if quick:
-        return [t for t in all_targets if t.flags == "default" or t.name in ("local", "os2g-split")]
+        return [t for t in all_targets if t.flags == "default" or t.name.startswith("os2g-split") or t.name == "local"]
     return all_targets
+
+
+def os2g_targets(launcher, suffix, endpoint, work, creds):
+    """os2g in process (default and recommended flags) and split, run by the launcher at `launcher`."""
+    sock = f"unix:{work}/agent{suffix}.sock"
+    return [
+        Target("os2g" + suffix, "default", lambda m: [launcher, "mount", "bench", str(m), "--endpoint", endpoint, "--expand-tar", "--decompress"], creds),
+        Target("os2g" + suffix, "recommended: --metadata-ttl forever",
+               lambda m: [launcher, "mount", "bench", str(m), "--endpoint", endpoint, "--metadata-ttl", "forever", "--expand-tar", "--decompress"], creds),
+        # the offload: the agent pinned to one core (a DPU's stand-in), the shim wherever the kernel puts it
+        Target("os2g-split" + suffix, "agent on core 1 (taskset -c 1, --cpus 1), otherwise default",
+               lambda m: [launcher, "mount", "bench", str(m), "--agent", sock, "--expand-tar", "--decompress"], creds,
+               agent=[*(["taskset", "-c", "1"] if (os.cpu_count() or 1) > 1 else []), launcher, "agent",
+                      "--listen", sock, "--endpoint", endpoint, "--cpus", "1"]),
+    ]
 
 
 def workloads(quick):

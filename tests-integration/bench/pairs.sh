@@ -9,6 +9,8 @@
 # share of s3fs's, round by round (the offload's goal: the shim at most a quarter).
 #   tests-integration/bench/pairs.sh [--rounds N] [--workload LABEL] [--targets "local os2g os2g-split"]
 #                                    [--warm-agent FILES]
+# Before/after a change: OS2G_BASELINE=DIR (another checkout of os2g, built) adds the targets os2g-base
+# and os2g-split-base, run by DIR's launcher; with them among --targets, each round also gives new / base.
 # (after run.sh has installed the packages and seeded $OS2G_BENCH_DIR). Rows go to $data/pairs.jsonl.
 # --warm-agent FILES: each round's agent serves one unmeasured job first (bench.py --warm-agent), as a
 # running os2g-agent.service has; without it every round measures an agent's first job.
@@ -74,17 +76,19 @@ for r in range(rounds):
     cpu.append({t: statistics.mean(v) for t, v in spent.items()})
 others = [t for t in targets if t != "local"]
 split = "os2g" in targets and "os2g-split" in targets
+based = [t for t in targets if t + "-base" in targets]  # a build against its baseline (OS2G_BASELINE)
 
 def ratios(row):
     cells = [f"{row[t] / row['local']:.0%}" if t in row and "local" in row else "" for t in others]
-    return cells + ([f"{row['os2g-split'] / row['os2g']:.2f}" if "os2g" in row and "os2g-split" in row else ""] if split else [])
+    cells += [f"{row['os2g-split'] / row['os2g']:.2f}" if "os2g" in row and "os2g-split" in row else ""] if split else []
+    return cells + [f"{row[t] / row[t + '-base']:.2f}" if t in row and t + "-base" in row else "" for t in based]
 
 def mean(selected):
     return {t: statistics.mean(x[t] for x, _ in selected if t in x) for t in targets if any(t in x for x, _ in selected)}
 
 print("| round | " + " | ".join(targets) + "".join(f" | {t} / local" for t in others)
-      + (" | split / in process" if split else "") + " | stolen |")
-print("|---" * (2 + len(targets) + len(others) + split) + "|")
+      + (" | split / in process" if split else "") + "".join(f" | {t} / base" for t in based) + " | stolen |")
+print("|---" * (2 + len(targets) + len(others) + split + len(based)) + "|")
 calm = []
 for i, (row, steal) in enumerate(table):
     disturbed = any(v > MAX_STOLEN for v in steal.values())
@@ -100,11 +104,14 @@ for name, selected in (("mean", table), (f"mean of the {len(calm)} rounds with <
 # the offload's CPU goal: each os2g target's gateway CPU per GiB against s3fs's, round by round
 gateways = [t for t in targets if t != "local"]
 shims = [t for t in gateways if t.startswith("os2g")] if "s3fs" in gateways else []
+shims_based = [t for t in gateways if t + "-base" in gateways]
 print()
-print("| round | " + " | ".join(f"{t} CPU s/GiB" for t in gateways) + "".join(f" | {t} / s3fs" for t in shims) + " |")
-print("|---" * (1 + len(gateways) + len(shims)) + "|")
+print("| round | " + " | ".join(f"{t} CPU s/GiB" for t in gateways) + "".join(f" | {t} / s3fs" for t in shims)
+      + "".join(f" | {t} / base" for t in shims_based) + " |")
+print("|---" * (1 + len(gateways) + len(shims) + len(shims_based)) + "|")
 for i, row in enumerate(cpu + [{t: statistics.mean(x[t] for x in cpu if t in x) for t in gateways if any(t in x for x in cpu)}]):
     cells = [f"{row[t]:.2f}" if t in row else "failed" for t in gateways]
     cells += [f"{row[t] / row['s3fs']:.2f}" if t in row and "s3fs" in row else "" for t in shims]
+    cells += [f"{row[t] / row[t + '-base']:.2f}" if t in row and t + "-base" in row else "" for t in shims_based]
     print(f"| {i + 1 if i < len(cpu) else 'mean'} | " + " | ".join(cells) + " |")
 PY

@@ -108,7 +108,8 @@ def tables(meta, rows):
             peer_values = [value(r, key, epoch) for r in reference if r["target"] in PEERS and value(r, key, epoch) is not None]
             best_peer = (max(peer_values) if higher else min(peer_values)) if peer_values else None
             local = local_reference(reference, key, epoch)
-            lines = [f"### {name}", "", f"| target | flags | {unit} | gateway CPU s/GiB | split: agent CPU s/GiB | S3 server CPU s | stolen s | peak RSS MiB | vs best peer | vs local |",
+            anchor = f'<a id="{label}"></a>' if epoch == 0 else ""
+            lines = [f"## {name} {anchor}".rstrip(), "", f"| target | flags | {unit} | gateway CPU s/GiB | split: agent CPU s/GiB | S3 server CPU s | stolen s | peak RSS MiB | vs best peer | vs local |",
                      "|---|---|---|---|---|---|---|---|---|---|"]
             for r in group:
                 if "error" in r:
@@ -148,42 +149,95 @@ ran on a slower machine than their neighbours); "peak RSS" the mount's VmHWM (fo
 local copy (below 1: slower; the local copy runs first and last, and "vs local" is against the mean of
 the two, so the two local rows also show how much this machine's speed drifted during the run). What the numbers mean and where the time goes: [PERFORMANCE.md](PERFORMANCE.md).
 
-![results relative to the local copy]({png})
+## At a glance
+
+Each workload's first (cold) epoch, each target at its default flags (os2g-split: the agent on one
+core); every flag set and the warm epochs are in the sections below.
 
 """
-    return head + "\n".join(tables(meta, rows))
+    glance = summary_table(rows) + f"\n![throughput per workload: local copy, os2g, os2g split, s3fs, rclone]({png})\n\n"
+    return head + glance + "\n".join(tables(meta, rows))
+
+
+# the chart's and the summary's targets, in this order: each at its default flags (the tables have every flag set)
+SUMMARY_TARGETS = ("local", "os2g", "os2g-split", "s3fs", "rclone")
+COLOURS = {"local": "#7f7f7f", "os2g": "#1f77b4", "os2g-split": "#17becf", "s3fs": "#ff7f0e", "rclone": "#2ca02c"}
+
+
+def summary(rows):
+    """{label: {target: value}} for the first (cold) epoch, each target at its default flags (local: the
+    mean of its runs; tar-4's peers and local copy: their tarsrc-4)."""
+    out = OrderedDict()
+    for label, (title, key, unit, higher) in WORKLOADS.items():
+        group = [r for r in rows if r.get("label") == label and "error" not in r]
+        if not group:
+            continue
+        reference = [r for r in rows if r.get("label") == REFERENCE.get(label) and "error" not in r]
+        got = {}
+        for t in SUMMARY_TARGETS:
+            source = reference if reference and not t.startswith("os2g") else group
+            if t == "local":
+                v = local_reference(source, key)
+            else:
+                picked = [r for r in source if r["target"] == t and (r["flags"] == "default" or t == "os2g-split")]
+                v = value(picked[0], key) if picked else None
+            if v is not None:
+                got[t] = v
+        out[label] = got
+    return out
+
+
+def summary_table(rows):
+    lines = ["| workload | unit | " + " | ".join(SUMMARY_TARGETS) + " |", "|---|---|" + "---|" * len(SUMMARY_TARGETS)]
+    for label, got in summary(rows).items():
+        unit = WORKLOADS[label][2]
+        fmt = (lambda x: f"{x:.2f}") if unit == "s" else (lambda x: f"{x:,.0f}")
+        lines.append(f"| [{label}](#{label}) | {unit}{'' if WORKLOADS[label][3] else ', lower is better'} | "
+                     + " | ".join(fmt(got[t]) if t in got else "" for t in SUMMARY_TARGETS) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def chart(meta, rows, path):
+    """One panel per unit, linear axes: each workload's value for the local copy, os2g (in process and
+    split) and the peers, side by side, with the value written on each bar. Times (walk, time to first
+    byte) get a panel each, side by side, the first byte in milliseconds."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names, series = [], {}
-    for label, (title, key, unit, higher) in WORKLOADS.items():
-        group = [r for r in rows if r.get("label") == label and "error" not in r]
-        local = local_reference(group, key)
-        if not group or not local:
-            continue
-        names.append(label)
-        for r in group:
-            if r["target"] == "local":
-                continue
-            t = f"{r['target']} ({r['flags'].split(':')[0]})"
-            series.setdefault(t, {})[label] = ratio(value(r, key), local, higher) or 0
-    fig, ax = plt.subplots(figsize=(11, 4.5))
-    width = 0.8 / max(1, len(series))
-    for i, (t, vals) in enumerate(series.items()):
-        ax.bar([j + i * width for j in range(len(names))], [vals.get(n, 0) for n in names], width, label=t)
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_yscale("log")  # peers sit at 1-10% of local on small files: a linear axis hides them
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))])
-    ax.set_xticklabels(names)
-    ax.set_ylabel("relative to local copy, log scale (higher is better)")
-    ax.set_title(f"os2g vs s3fs vs rclone, {meta.get('latency_ms')} ms S3 latency, {meta.get('date')}")
-    ax.legend(fontsize=8, ncol=3)
+    data = summary(rows)
+    rates, times = OrderedDict(), []
+    for label in data:
+        unit = WORKLOADS[label][2]
+        if unit == "s":
+            times.append(label)
+        else:
+            rates.setdefault(unit, []).append(label)
+    fig = plt.figure(figsize=(12, 3.4 * (len(rates) + (1 if times else 0))))
+    grid = fig.add_gridspec(len(rates) + (1 if times else 0), max(1, len(times)))
+    panels = [(fig.add_subplot(grid[i, :]), unit, labels, 1) for i, (unit, labels) in enumerate(rates.items())]
+    for j, label in enumerate(times):
+        scale = 1000 if data[label] and max(data[label].values()) < 1 else 1
+        panels.append((fig.add_subplot(grid[len(rates), j]), ("ms" if scale == 1000 else "s") + " (lower is better)", [label], scale))
+    width = 0.8 / len(SUMMARY_TARGETS)
+    for ax, unit, labels, scale in panels:
+        for i, t in enumerate(SUMMARY_TARGETS):
+            xs = [j + (i - (len(SUMMARY_TARGETS) - 1) / 2) * width for j in range(len(labels))]
+            vals = [None if data[label].get(t) is None else data[label][t] * scale for label in labels]
+            bars = ax.bar(xs, [v or 0 for v in vals], width, label=t, color=COLOURS[t])
+            for bar, v in zip(bars, vals):
+                if v is not None:
+                    ax.annotate(f"{v:.2f}" if v < 10 else f"{v:,.0f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                                ha="center", va="bottom", fontsize=6, rotation=90, xytext=(0, 2), textcoords="offset points")
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels)
+        ax.set_ylabel(unit)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.15)  # room for the values written on the bars
+    panels[0][0].legend(fontsize=8, ncol=len(SUMMARY_TARGETS), loc="upper right")
+    panels[0][0].set_title(f"os2g, s3fs, rclone and a local copy, default flags, first epoch; S3 server with "
+                           f"{meta.get('latency_ms')} ms latency; {meta.get('date')}")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
 
 
 def main():
