@@ -3,6 +3,8 @@ through the S3 API with boto3, and real `os2g mount` processes read through the 
 
 import hashlib
 import os
+import random
+import socket
 import signal
 import subprocess
 import tempfile
@@ -21,6 +23,28 @@ ACCESS_KEY = "os2g-demo"
 SECRET_KEY = "os2g-demo-secret"
 CREDENTIALS_ENV = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}
 
+
+
+def free_port(count=1):
+    """The first of `count` consecutive ports that nothing is bound to now, below the kernel's ephemeral
+    range: a port from that range can be handed to an outgoing connection between this check and the
+    server's bind, which then fails with EADDRINUSE."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral_low = int(f.read().split()[0])
+    for _ in range(200):
+        first = random.randrange(10000, ephemeral_low - count)
+        if all(_bindable(first + i) for i in range(count)):
+            return first
+    raise RuntimeError("no free port below the ephemeral range")
+
+
+def _bindable(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+            return True
+        except OSError:
+            return False
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()

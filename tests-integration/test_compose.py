@@ -5,7 +5,6 @@ container's entrypoint (agent + mount), the trainer — run here against S3Proxy
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import CREDENTIALS_ENV, OS2G, ROOT, mounted
+from conftest import CREDENTIALS_ENV, OS2G, ROOT, free_port, mounted
 
 COMPOSE = ROOT / "docker-compose.yml"
 
@@ -74,12 +73,6 @@ def test_the_compose_file_has_the_demo_and_everything_it_refers_to_exists(compos
     assert 'ENTRYPOINT ["/opt/os2g/os2g-entrypoint.sh"]' in (ROOT / "compose/os2g.Dockerfile").read_text()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_seed_entrypoint_and_trainer_run_the_demo_outside_docker(s3, tmp_path):
     env = {**os.environ, **CREDENTIALS_ENV}
     seed = [sys.executable, str(ROOT / "compose/seed.py"), s3.endpoint, "it-compose", "--prefix", "imagefolder/train",
@@ -91,7 +84,7 @@ def test_seed_entrypoint_and_trainer_run_the_demo_outside_docker(s3, tmp_path):
     assert "(0 uploaded now" in r.stdout, "a second run uploads nothing"
 
     mnt, run = tmp_path / "mnt", tmp_path / "run"
-    port = free_port()
+    port = free_port(2)  # the mount's metrics port and, next to it, the agent's
     log = open(tmp_path / "os2g.log", "w+")
     container = subprocess.Popen([str(ROOT / "compose/os2g-entrypoint.sh")], stdout=log, stderr=subprocess.STDOUT,
                                  env={**env, "S3_ENDPOINT": s3.endpoint, "S3_BUCKET": "it-compose", "OS2G": OS2G,

@@ -5,7 +5,6 @@ deadline. Every successful read is checked against the sha256 of what was put; n
 import errno
 import os
 import re
-import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Mount, S3Server, Tally, payload, read_verified, sha256
+from conftest import Mount, S3Server, Tally, free_port, payload, read_verified, sha256
 from faultproxy import Fault, FaultProxy
 
 REQUEST_TIMEOUT = 2
@@ -211,12 +210,6 @@ def test_random_faults_under_concurrent_readers_never_give_wrong_bytes(rig):
     # whatever failed reads fine now
     time.sleep(FAILURE_MEMORY)
     read_all(m, files, names)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_server_stopped_and_restarted_mid_read(tmp_path):

@@ -2,20 +2,13 @@
 
 import os
 import re
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import ACCESS_KEY, CREDENTIALS_ENV, OS2G, Mount, Tally, mounted, run_os2g
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from conftest import ACCESS_KEY, CREDENTIALS_ENV, OS2G, Mount, Tally, free_port, mounted, run_os2g
 
 
 @pytest.fixture

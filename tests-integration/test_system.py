@@ -6,7 +6,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import stat
 import subprocess
 import tempfile
@@ -17,17 +16,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import CREDENTIALS_ENV, OS2G, ROOT, SECRET_KEY, mounted, payload, read_verified, sha256
+from conftest import CREDENTIALS_ENV, OS2G, ROOT, SECRET_KEY, free_port, mounted, payload, read_verified, sha256
 
 FILES = {f"train/c{c}/{i:02d}.jpg": payload(30_000 + 501 * i, 700 + 10 * c + i) for c in range(2) for i in range(20)}
 HASHES = {k: sha256(v) for k, v in FILES.items()}
 HELPER = Path("/sbin/mount.fuse.os2g")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape(port):
@@ -267,7 +260,8 @@ def test_systemd_units_verify_and_their_command_mounts_and_stops_on_sigterm(s3, 
 
 def test_an_agent_and_its_shim_serve_metrics_errors_counted_by_errno_and_warnings_rate_limited(s3, tmp_path):
     name = s3.bucket("it-system-metrics", {"a/one.bin": payload(300_000, 1), "a/two.bin": payload(5000, 2)})
-    agent_port, shim_port = free_port(), free_port()
+    agent_port = free_port(2)
+    shim_port = agent_port + 1
     sock = tmp_path / "agent.sock"
     agent_log = tmp_path / "agent.log"
     agent = subprocess.Popen([OS2G, "agent", "--listen", f"unix:{sock}", "--endpoint", s3.endpoint,
