@@ -18,6 +18,9 @@ import pytest
 from botocore.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
+# no test asks a real instance metadata service (this machine may be an EC2 instance); the credential
+# tests point os2g at their own with AWS_EC2_METADATA_SERVICE_ENDPOINT
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 OS2G = str(ROOT / "os2g")
 ACCESS_KEY = "os2g-demo"
 SECRET_KEY = "os2g-demo-secret"

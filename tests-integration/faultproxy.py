@@ -12,6 +12,11 @@ to each with a probability. Kinds:
 
 `refuse()` closes the listener and every open connection (connection refused from then on);
 `accept()` listens again on the same port.
+
+`gate_tokens(valid, access_key, secret_key)` makes the proxy stand for a store that takes temporary
+credentials (the S3 server behind it does not): a request signed with a session token is answered 400
+ExpiredToken unless `valid(access_key, token)`, and is otherwise sent on without the token, signed again
+with the server's own key.
 """
 
 import html
@@ -62,7 +67,12 @@ class FaultProxy:
         self.random = random.Random(1234)
         self.server = None
         self.port = 0
+        self.token_gate = None
+        self.gated = 0
         self.accept()
+
+    def gate_tokens(self, valid, access_key, secret_key, region="us-east-1"):
+        self.token_gate = (valid, access_key, secret_key, region)
 
     @property
     def endpoint(self):
@@ -163,10 +173,15 @@ class ProxyHandler(BaseHTTPRequestHandler):
         fault = self.owner.take(self.command, self.path)
         if fault and fault.kind == "status":
             return self.answer_error(fault)
+        headers = self.resigned() if self.owner.token_gate else list(self.headers.items())
+        if headers is None:
+            with self.owner.lock:
+                self.owner.gated += 1
+            return self.answer_error(Fault("status", status=400, code="ExpiredToken"))
         if fault and fault.kind == "stall":
             time.sleep(fault.seconds)
         try:
-            status, reason, headers, data = self.forward(body)
+            status, reason, headers, data = self.forward(body, headers)
         except (OSError, http.client.HTTPException):
             # the server is down or hung up: so does the proxy, without an answer
             self.close_connection = True
@@ -198,13 +213,33 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
     do_HEAD = do_PUT = do_POST = do_DELETE = do_GET
 
-    def forward(self, body):
+    def resigned(self):
+        """The request's headers signed with the server's key instead of the session token it carries;
+        None when its token is not one the gate takes (expired, unknown); unchanged without a token."""
+        valid, key, secret, region = self.owner.token_gate
+        token = self.headers.get("X-Amz-Security-Token")
+        if token is None:
+            return list(self.headers.items())
+        auth = self.headers.get("Authorization", "")
+        used_key = auth.split("Credential=", 1)[1].split("/", 1)[0] if "Credential=" in auth else ""
+        if not valid(used_key, token):
+            return None
+        from botocore.auth import S3SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        drop = {"authorization", "x-amz-security-token", "x-amz-date", "x-amz-content-sha256"} | HOP_BY_HOP
+        kept = {k: v for k, v in self.headers.items() if k.lower() not in drop}
+        request = AWSRequest(method=self.command, url=f"http://{self.headers['Host']}{self.path}", headers=kept)
+        S3SigV4Auth(Credentials(key, secret), "s3", region).add_auth(request)
+        return list(request.headers.items())
+
+    def forward(self, body, headers):
         for attempt in range(2):
             if self.upstream is None:
                 self.upstream = http.client.HTTPConnection(*self.owner.upstream, timeout=60)
             try:
                 self.upstream.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
-                for k, v in self.headers.items():
+                for k, v in headers:
                     if k.lower() not in HOP_BY_HOP:
                         self.upstream.putheader(k, v)
                 self.upstream.endheaders(body)

@@ -2,6 +2,7 @@ package io.os2g.cli;
 
 import io.os2g.agent.StoreRangeSource;
 import io.os2g.codec.TarIndex;
+import io.os2g.runtime.Preflight;
 import io.os2g.runtime.Sizes;
 import io.os2g.runtime.UsageError;
 import io.os2g.store.MinioObjectStore;
@@ -43,7 +44,7 @@ final class IndexCommand implements Callable<Integer> {
         }
         String bucket = source.substring(0, slash);
         String key = source.substring(slash + 1);
-        try (MinioObjectStore objects = new MinioObjectStore(store.config(bucket))) {
+        try (MinioObjectStore objects = Preflight.openStore(store.config(bucket))) {
             ObjectSummary tar = find(objects, key);
             long start = System.nanoTime();
             TarIndex index = TarIndex.fromHeaders(StoreRangeSource.of(objects, key, tar.etag()), tar.size());

@@ -28,7 +28,8 @@ import picocli.CommandLine.Parameters;
 @Command(name = "mount", sortOptions = false, usageHelpAutoWidth = true,
         description = {"Mount a bucket (or a prefix of it) read-only at MOUNTPOINT.",
                 "Stays in the foreground until unmounted (fusermount -u MOUNTPOINT, Ctrl-C or SIGTERM).",
-                "Credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY[/AWS_SESSION_TOKEN], --profile, --credentials-file, or --no-sign-request."})
+                "Credentials: the environment, web identity, AWS profiles, container or instance roles (renewed before they expire),",
+                "or --profile, --credentials-file, --no-sign-request."})
 final class MountCommand implements Callable<Integer> {
 
     private static final Logger LOG = LoggerFactory.getLogger(MountCommand.class);

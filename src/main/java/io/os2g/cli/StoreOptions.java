@@ -2,6 +2,8 @@ package io.os2g.cli;
 
 import io.os2g.runtime.Preflight;
 import io.os2g.runtime.UsageError;
+import io.os2g.store.AwsCredentialSources;
+import io.os2g.store.CredentialsSource;
 import io.os2g.store.RetryPolicy;
 import io.os2g.store.StoreConfig;
 import io.os2g.store.Tls;
@@ -24,10 +26,11 @@ final class StoreOptions {
     @Option(names = "--region", paramLabel = "REGION", description = "Signing region (default: $AWS_REGION or us-east-1).")
     String region;
 
-    @Option(names = "--profile", paramLabel = "NAME", description = "Profile in ~/.aws/credentials (or in --credentials-file).")
+    @Option(names = "--profile", paramLabel = "NAME",
+            description = "Use this profile of ~/.aws/credentials and ~/.aws/config alone (keys, credential_process, SSO, role_arn), or of --credentials-file.")
     String profile;
 
-    @Option(names = "--credentials-file", paramLabel = "FILE", description = "AWS-style credentials file to read.")
+    @Option(names = "--credentials-file", paramLabel = "FILE", description = "Use this AWS-style credentials file alone (its default profile, or --profile).")
     Path credentialsFile;
 
     @Option(names = "--no-sign-request", description = "Send unsigned requests (public buckets).")
@@ -71,17 +74,18 @@ final class StoreOptions {
         return retry().deadline().plus(Duration.ofSeconds(requestTimeout));
     }
 
-    /** The store of {@code bucket}, with credentials resolved from the environment, profile or file. */
+    /** The store of {@code bucket}; the store fetches (and renews) its credentials from the sources these options name. */
     StoreConfig config(String bucket) {
         String endpointText = endpoint != null ? endpoint
                 : System.getenv().getOrDefault("AWS_ENDPOINT_URL", "https://s3.amazonaws.com");
         String regionText = region != null ? region : System.getenv().getOrDefault("AWS_REGION", "us-east-1");
-        CredentialsResolver.Resolved credentials = new CredentialsResolver(System.getenv(), Path.of(System.getProperty("user.home")))
-                .resolve(noSignRequest, profile, credentialsFile);
-        LOG.debug("credentials: {} ({})", credentials.credentials(), credentials.source());
+        if (credentialsFile != null && !Files.isReadable(credentialsFile)) {
+            throw new UsageError("--credentials-file is not a readable file: " + credentialsFile);
+        }
+        CredentialsSource credentials = AwsCredentialSources.of(System.getenv(), noSignRequest, profile, credentialsFile);
         RetryPolicy retry = retry();
         URI endpointUri = Preflight.endpoint(endpointText);
-        return new StoreConfig(endpointUri, regionText, bucket, credentials.credentials(), virtualHostStyle, retry,
+        return new StoreConfig(endpointUri, regionText, bucket, credentials, virtualHostStyle, retry,
                 Math.max(16, maxFetches * 2), tls(endpointUri));
     }
 

@@ -4,8 +4,6 @@ import io.os2g.link.AgentServer;
 import io.os2g.metrics.PrometheusMetrics;
 import io.os2g.staging.StagingDirectory;
 import io.os2g.staging.StagingException;
-import io.os2g.store.MinioObjectStore;
-import io.os2g.store.StoreException;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import java.io.IOException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -39,11 +37,7 @@ public final class AgentService implements AutoCloseable {
         }
         // endpoint, credentials and TLS options (a CA bundle's certificates too) are checked now, not at
         // the first mount; the first mount also no longer waits for the client's classes to load
-        try {
-            new MinioObjectStore(config.storeOf().apply("probe")).close();
-        } catch (StoreException e) {
-            throw new UsageError(e.getMessage());
-        }
+        Preflight.openStore(config.storeOf().apply("probe")).close();
         StagingDirectory staging;
         try {
             staging = StagingDirectory.claim(config.stagingDir());

@@ -86,7 +86,7 @@ final class AgentSessions implements AgentSession.Factory {
         String source = spec.bucket() + "/" + spec.prefix();
         StagingConfig staging = StagingConfig.of(parent.path().resolve(name), spec.stagingSize(), readDeadline);
         Preflight.stagingFits(staging);
-        MinioObjectStore client = new MinioObjectStore(storeOf.apply(spec.bucket()));
+        MinioObjectStore client = Preflight.openStore(storeOf.apply(spec.bucket()));
         StagingRegion region = null;
         GpuRegistration gpu = null;
         try {

@@ -94,7 +94,7 @@ public final class Gateway implements AutoCloseable {
         if (config.gpuDevice() >= 0) {
             CudaDevices.device(config.gpuDevice()); // no driver or no such device: refused before anything is set up
         }
-        MinioObjectStore store = new MinioObjectStore(config.store());
+        MinioObjectStore store = Preflight.openStore(config.store());
         try {
             Preflight.storeAnswers(store, config.store().endpoint(), config.prefix());
             return mount(config, store);

@@ -2,7 +2,9 @@ package io.os2g.runtime;
 
 import io.os2g.host.MountTable;
 import io.os2g.staging.StagingConfig;
+import io.os2g.store.MinioObjectStore;
 import io.os2g.store.ObjectStore;
+import io.os2g.store.StoreConfig;
 import io.os2g.store.StoreException;
 import java.io.IOException;
 import java.net.URI;
@@ -119,6 +121,21 @@ public final class Preflight {
         return false;
     }
 
+    /**
+     * A client of the store {@code config} names, its credentials fetched; what the user can fix (no
+     * credentials in any source, an unusable CA bundle) is one line.
+     */
+    public static MinioObjectStore openStore(StoreConfig config) {
+        try {
+            return new MinioObjectStore(config);
+        } catch (StoreException e) {
+            throw new UsageError(e.kind() == StoreException.Kind.BAD_CREDENTIALS
+                    ? e.getMessage() + "; give credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, --profile, a role), "
+                      + "or --no-sign-request for a public bucket"
+                    : e.getMessage());
+        }
+    }
+
     /** Lists one key so that a bad endpoint, credential or bucket is reported now, not as EIO later. */
     public static void storeAnswers(ObjectStore store, URI endpoint, String prefix) {
         try {
@@ -134,6 +151,8 @@ public final class Preflight {
                 case UNAVAILABLE -> "the endpoint " + endpoint + " did not answer in time: " + rootCause(e);
                 case BAD_CREDENTIALS -> "credentials rejected by " + endpoint + " (" + rootCause(e)
                         + "); check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, --profile or --credentials-file";
+                case EXPIRED_CREDENTIALS -> "credentials refused as expired by " + endpoint + " (" + rootCause(e)
+                        + ") and their source gave no newer ones";
                 case ACCESS_DENIED -> "access denied listing bucket " + bucket + " at " + endpoint;
                 case NO_SUCH_BUCKET -> "bucket " + bucket + " does not exist at " + endpoint;
                 case NOT_FOUND, CHANGED, PROTOCOL -> "unexpected answer from " + endpoint + ": " + e.getMessage();

@@ -23,13 +23,13 @@ final class BucketEndpoint {
     /** null for anonymous credentials: requests go unsigned. */
     private final SigV4 signer;
 
-    BucketEndpoint(MinioClient client, StoreConfig config) {
+    BucketEndpoint(MinioClient client, StoreConfig config, RefreshingCredentials credentials) {
         this.bucket = config.bucket();
         this.bucketUrl = bucketUrl(client, config.bucket());
         this.hostHeader = bucketUrl.port() == HttpUrl.defaultPort(bucketUrl.scheme())
                 ? bucketUrl.host() : bucketUrl.host() + ":" + bucketUrl.port();
-        this.signer = config.credentials().isAnonymous() ? null
-                : new SigV4(config.credentials(), config.region(), Clock.systemUTC());
+        this.signer = credentials.current().isAnonymous() ? null
+                : new SigV4(credentials::current, config.region(), Clock.systemUTC());
     }
 
     private static HttpUrl bucketUrl(MinioClient client, String bucket) {

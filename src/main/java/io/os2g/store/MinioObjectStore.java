@@ -3,7 +3,6 @@ package io.os2g.store;
 import io.minio.MinioClient;
 import io.minio.PutObjectArgs;
 import io.minio.StatObjectArgs;
-import io.minio.credentials.StaticProvider;
 import io.minio.errors.ErrorResponseException;
 import io.minio.errors.InvalidResponseException;
 import io.minio.errors.ServerException;
@@ -45,6 +44,7 @@ public final class MinioObjectStore implements ObjectStore {
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
 
     private final StoreConfig config;
+    private final RefreshingCredentials credentials;
     private final MinioClient client;
     private final OkHttpClient http;
     private final BucketEndpoint endpoint;
@@ -57,8 +57,50 @@ public final class MinioObjectStore implements ObjectStore {
     private final LongAdder getsInFlight = new LongAdder();
     private volatile DoubleConsumer getSeconds = seconds -> { };
 
+    /**
+     * @throws StoreException BAD_CREDENTIALS when the configured credential sources have none now (the
+     *     message names the sources tried); UNTRUSTED for a CA bundle that cannot be used
+     */
     public MinioObjectStore(StoreConfig config) {
         this.config = config;
+        try {
+            this.credentials = RefreshingCredentials.start(config.credentials());
+        } catch (CredentialsSource.Unavailable e) {
+            throw new StoreException(StoreException.Kind.BAD_CREDENTIALS, e.getMessage(), e);
+        }
+        try {
+            this.http = http(config);
+            Duration call = config.retry().requestTimeout();
+            MinioClient.Builder builder = MinioClient.builder()
+                    .endpoint(config.endpoint().toString())
+                    .region(config.region())
+                    .httpClient(http, true);
+            if (!credentials.current().isAnonymous()) {
+                // the MinIO client's requests (HEAD, PUT) are signed with the renewed credentials too
+                builder.credentialsProvider(() -> {
+                    Credentials c = credentials.current();
+                    return new io.minio.credentials.Credentials(c.accessKeyId(), c.secretAccessKey(), c.sessionToken(), null);
+                });
+            }
+            this.client = builder.build();
+            if (config.virtualHostStyle()) {
+                client.enableVirtualStyleEndpoint();
+            } else {
+                client.disableVirtualStyleEndpoint();
+            }
+            this.endpoint = new BucketEndpoint(client, config, credentials);
+            this.rangedGet = new RangedGet(http, endpoint);
+            this.socketGet = "http".equals(config.endpoint().getScheme()) && direct(config.endpoint())
+                    ? new SocketGet(CONNECT_TIMEOUT, call, config.maxConnections()) : null;
+            this.listing = new ListObjectsV2(http, endpoint);
+        } catch (RuntimeException e) {
+            credentials.close(); // no renewals for a store that was never made
+            throw e;
+        }
+    }
+
+    /** The OkHttp client of listings, ranged GETs through OkHttp and the MinIO client: one connection pool. */
+    private static OkHttpClient http(StoreConfig config) {
         Duration call = config.retry().requestTimeout();
         Dispatcher dispatcher = new Dispatcher();
         dispatcher.setMaxRequests(config.maxConnections());
@@ -76,27 +118,7 @@ public final class MinioObjectStore implements ObjectStore {
                 .connectionPool(new ConnectionPool(config.maxConnections(), 5, TimeUnit.MINUTES))
                 .dispatcher(dispatcher)
                 .build();
-        this.http = withTls(base, config);
-        MinioClient.Builder builder = MinioClient.builder()
-                .endpoint(config.endpoint().toString())
-                .region(config.region())
-                .httpClient(http, true);
-        Credentials credentials = config.credentials();
-        if (!credentials.isAnonymous()) {
-            builder.credentialsProvider(new StaticProvider(
-                    credentials.accessKeyId(), credentials.secretAccessKey(), credentials.sessionToken()));
-        }
-        this.client = builder.build();
-        if (config.virtualHostStyle()) {
-            client.enableVirtualStyleEndpoint();
-        } else {
-            client.disableVirtualStyleEndpoint();
-        }
-        this.endpoint = new BucketEndpoint(client, config);
-        this.rangedGet = new RangedGet(http, endpoint);
-        this.socketGet = "http".equals(config.endpoint().getScheme()) && direct(config.endpoint())
-                ? new SocketGet(CONNECT_TIMEOUT, call, config.maxConnections()) : null;
-        this.listing = new ListObjectsV2(http, endpoint);
+        return withTls(base, config);
     }
 
     /** Whether the JVM's proxy settings ({@code -Dhttp.proxyHost}) send {@code endpoint} straight, not through a proxy OkHttp would use. */
@@ -241,12 +263,25 @@ public final class MinioObjectStore implements ObjectStore {
         });
     }
 
+    /**
+     * Runs {@code call}, retrying transient failures with backoff; a request the store rejected for its
+     * credentials (an expired session token, or temporary keys it no longer knows) is sent once more at
+     * once when the credentials could be renewed.
+     */
     private <T> T withRetries(String op, String what, java.util.function.Supplier<T> call) {
         RetryPolicy policy = config.retry();
+        boolean renewed = false;
         for (int attempt = 1; ; attempt++) {
+            Credentials used = credentials.current();
             try {
                 return call.get();
             } catch (StoreException e) {
+                if (!renewed && rejectedFor(e, used) && credentials.refreshAfterRejection(used) != used) {
+                    renewed = true;
+                    LOG.debug("{} {}: {}; sent again with renewed credentials", op, what, e.getMessage());
+                    attempt--;
+                    continue;
+                }
                 if (!e.retryable() || attempt >= policy.maxAttempts()) {
                     throw e;
                 }
@@ -261,6 +296,11 @@ public final class MinioObjectStore implements ObjectStore {
                 }
             }
         }
+    }
+
+    private static boolean rejectedFor(StoreException e, Credentials used) {
+        return e.kind() == StoreException.Kind.EXPIRED_CREDENTIALS
+                || (e.kind() == StoreException.Kind.BAD_CREDENTIALS && used.isTemporary());
     }
 
     private StoreException classify(Exception e, String what) {
@@ -298,6 +338,7 @@ public final class MinioObjectStore implements ObjectStore {
 
     @Override
     public void close() {
+        credentials.close();
         SocketGet direct = socketGet;
         if (direct != null) {
             direct.close();

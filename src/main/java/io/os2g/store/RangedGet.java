@@ -122,8 +122,9 @@ final class RangedGet {
             case "NoSuchKey" -> StoreException.Kind.NOT_FOUND;
             case "NoSuchBucket" -> StoreException.Kind.NO_SUCH_BUCKET;
             case "AccessDenied", "AllAccessDisabled" -> StoreException.Kind.ACCESS_DENIED;
-            case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
-                 "AuthorizationHeaderMalformed", "InvalidSecurity" -> StoreException.Kind.BAD_CREDENTIALS;
+            case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AuthorizationHeaderMalformed", "InvalidSecurity" ->
+                    StoreException.Kind.BAD_CREDENTIALS;
+            case "ExpiredToken", "InvalidToken", "TokenRefreshRequired" -> StoreException.Kind.EXPIRED_CREDENTIALS;
             case "PreconditionFailed" -> StoreException.Kind.CHANGED;
             case "SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "Throttling" ->
                     StoreException.Kind.UNAVAILABLE;

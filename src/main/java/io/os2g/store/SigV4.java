@@ -11,6 +11,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.Supplier;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import okhttp3.Request;
@@ -40,20 +41,25 @@ final class SigV4 {
     private static final Set<String> ADDED = Set.of("x-amz-date", "x-amz-content-sha256", "x-amz-security-token");
     private static final HexFormat HEX = HexFormat.of();
 
-    /** The signing key of one UTC day, as a MAC ready to be cloned. */
-    private record DayKey(String date, Mac mac) {
+    /** The signing key of one UTC day and one set of credentials, as a MAC ready to be cloned. */
+    private record DayKey(String date, Credentials credentials, Mac mac) {
     }
 
-    private final Credentials credentials;
+    private final Supplier<Credentials> credentials;
     private final String region;
     private final Clock clock;
     private final MessageDigest sha256;
     private volatile DayKey dayKey;
 
     SigV4(Credentials credentials, String region, Clock clock) {
+        this(() -> credentials, region, clock);
         if (credentials.isAnonymous()) {
             throw new IllegalArgumentException("anonymous credentials sign nothing");
         }
+    }
+
+    /** Signs with whatever {@code credentials} holds at each request (renewed credentials re-derive the key). */
+    SigV4(Supplier<Credentials> credentials, String region, Clock clock) {
         this.credentials = credentials;
         this.region = region;
         this.clock = clock;
@@ -70,6 +76,7 @@ final class SigV4 {
      * encoded by S3's rules already ({@link BucketEndpoint#bucket}): it is signed as it is sent.
      */
     Request sign(Request request) {
+        Credentials credentials = this.credentials.get();
         String amzDate = amzDate(LocalDateTime.ofInstant(clock.instant(), ZoneOffset.UTC));
         String date = amzDate.substring(0, 8);
         String token = credentials.sessionToken() == null || credentials.sessionToken().isEmpty() ? null
@@ -96,7 +103,7 @@ final class SigV4 {
 
         String scope = date + "/" + region + "/" + SERVICE + "/aws4_request";
         String stringToSign = ALGORITHM + "\n" + amzDate + "\n" + scope + "\n" + HEX.formatHex(digest(canonical));
-        Mac mac = clone(signingKey(date));
+        Mac mac = clone(signingKey(date, credentials));
         String signature = HEX.formatHex(mac.doFinal(stringToSign.getBytes(StandardCharsets.UTF_8)));
         Request.Builder signed = request.newBuilder()
                 .header("x-amz-date", amzDate)
@@ -126,17 +133,20 @@ final class SigV4 {
         }
     }
 
-    /** The day's signing key: HMAC chain over date, region, service and "aws4_request", once per day. */
-    private Mac signingKey(String date) {
+    /**
+     * The signing key of the day and of {@code credentials}: HMAC chain over date, region, service and
+     * "aws4_request", once per day and again whenever the credentials are renewed.
+     */
+    private Mac signingKey(String date, Credentials credentials) {
         DayKey key = dayKey;
-        if (key != null && key.date().equals(date)) {
+        if (key != null && key.date().equals(date) && key.credentials() == credentials) {
             return key.mac();
         }
         byte[] k = hmac(("AWS4" + credentials.secretAccessKey()).getBytes(StandardCharsets.UTF_8), date);
         k = hmac(k, region);
         k = hmac(k, SERVICE);
         k = hmac(k, "aws4_request");
-        DayKey fresh = new DayKey(date, mac(k));
+        DayKey fresh = new DayKey(date, credentials, mac(k));
         dayKey = fresh; // racing threads derive the same key: last one wins, harmlessly
         return fresh.mac();
     }

@@ -12,8 +12,10 @@ public final class StoreException extends ErrnoException {
         NOT_FOUND,
         /** The bucket does not exist. */
         NO_SUCH_BUCKET,
-        /** The credentials were rejected (unknown key id, bad signature, expired token). */
+        /** The credentials were rejected (unknown key id, bad signature). */
         BAD_CREDENTIALS,
+        /** The credentials' session token has expired or is no longer valid: renewing them may help. */
+        EXPIRED_CREDENTIALS,
         /** The credentials are valid but not allowed this request. */
         ACCESS_DENIED,
         /** The object changed since it was opened (If-Match failed). */
@@ -47,7 +49,7 @@ public final class StoreException extends ErrnoException {
     public int errno() {
         return switch (kind) {
             case NOT_FOUND, NO_SUCH_BUCKET -> Errno.ENOENT;
-            case ACCESS_DENIED, BAD_CREDENTIALS -> Errno.EACCES;
+            case ACCESS_DENIED, BAD_CREDENTIALS, EXPIRED_CREDENTIALS -> Errno.EACCES;
             case CHANGED, UNREACHABLE, UNTRUSTED, UNAVAILABLE, PROTOCOL -> Errno.EIO;
         };
     }

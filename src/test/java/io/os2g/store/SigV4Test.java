@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.minio.S3Escaper;
 import io.minio.Signer;
+import io.os2g.support.ManualClock;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.LocalDateTime;
@@ -73,27 +74,11 @@ class SigV4Test {
 
     @Test
     void oneSignerAcrossMidnightSignsEachDayWithItsOwnKey() {
-        Instant[] now = {Instant.parse("2026-12-02T23:59:59Z")};
-        Clock clock = new Clock() {
-            @Override
-            public ZoneOffset getZone() {
-                return ZoneOffset.UTC;
-            }
-
-            @Override
-            public Clock withZone(java.time.ZoneId zone) {
-                return this;
-            }
-
-            @Override
-            public Instant instant() {
-                return now[0];
-            }
-        };
+        ManualClock clock = new ManualClock(Instant.parse("2026-12-02T23:59:59Z"));
         SigV4 signer = new SigV4(AWS_EXAMPLE, "us-east-1", clock);
         Request request = new Request.Builder().url("http://h/b/k").header("Host", "h").build();
         String before = signer.sign(request).header("Authorization");
-        now[0] = Instant.parse("2026-12-03T00:00:01Z");
+        clock.set(Instant.parse("2026-12-03T00:00:01Z"));
         String after = signer.sign(request).header("Authorization");
         String fresh = new SigV4(AWS_EXAMPLE, "us-east-1", clock).sign(request).header("Authorization");
         assertEquals(fresh, after, "the cached key of the day before is not reused");
@@ -139,5 +124,22 @@ class SigV4Test {
     void amzDateIsZeroPadded() {
         assertEquals("00070102T030405Z", SigV4.amzDate(LocalDateTime.of(7, 1, 2, 3, 4, 5)));
         assertEquals("20261203T235959Z", SigV4.amzDate(LocalDateTime.of(2026, 12, 3, 23, 59, 59)));
+    }
+
+    @Test
+    void renewedCredentialsAreSignedWithTheirOwnKeyTheSameDay() {
+        Credentials first = new Credentials("ASIAFIRST", "secret-1", "token-1");
+        Credentials second = new Credentials("ASIASECOND", "secret-2", "token-2");
+        java.util.concurrent.atomic.AtomicReference<Credentials> current = new java.util.concurrent.atomic.AtomicReference<>(first);
+        Clock clock = at("2026-12-04T12:00:00Z");
+        SigV4 renewing = new SigV4(current::get, "us-east-1", clock);
+        Request request = new Request.Builder().url("http://127.0.0.1:9000/bench/k").header("Host", "127.0.0.1:9000").build();
+        assertEquals(new SigV4(first, "us-east-1", clock).sign(request).header("Authorization"),
+                renewing.sign(request).header("Authorization"));
+        current.set(second);
+        Request signed = renewing.sign(request);
+        assertEquals(new SigV4(second, "us-east-1", clock).sign(request).header("Authorization"), signed.header("Authorization"),
+                "the day's key derived again for the renewed secret");
+        assertEquals("token-2", signed.header("X-Amz-Security-Token"));
     }
 }
