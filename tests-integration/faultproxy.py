@@ -13,6 +13,11 @@ to each with a probability. Kinds:
 `refuse()` closes the listener and every open connection (connection refused from then on);
 `accept()` listens again on the same port.
 
+`bucket_region = "eu-west-3"` makes it stand for a bucket in that region: a request signed for
+another answers as S3 does (a HEAD 301, anything else 400 AuthorizationHeaderMalformed, both naming the
+region in x-amz-bucket-region). As a forward proxy (HTTP_PROXY), it takes absolute-form requests
+(`GET http://host/...`) too and counts them in `forwarded`. `host="::1"` listens on IPv6 loopback.
+
 `gate_tokens(valid, access_key, secret_key)` makes the proxy stand for a store that takes temporary
 credentials (the S3 server behind it does not): a request signed with a session token is answered 400
 ExpiredToken unless `valid(access_key, token)`, and is otherwise sent on without the token, signed again
@@ -56,9 +61,13 @@ def request_class(method, path):
 
 
 class FaultProxy:
-    def __init__(self, upstream):
+    def __init__(self, upstream, host="127.0.0.1"):
         url = urlparse(upstream)
         self.upstream = (url.hostname, url.port)
+        self.host = host
+        self.bucket_region = None
+        self.misdirected = 0
+        self.forwarded = 0
         self.lock = threading.Lock()
         self.faults = []
         self.connections = set()
@@ -76,7 +85,7 @@ class FaultProxy:
 
     @property
     def endpoint(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://[{self.host}]:{self.port}" if ":" in self.host else f"http://{self.host}:{self.port}"
 
     def arm(self, fault):
         with self.lock:
@@ -107,7 +116,9 @@ class FaultProxy:
         class Handler(ProxyHandler):
             owner = proxy
 
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        server_class = type("Server", (ThreadingHTTPServer,), {"address_family": family})
+        server = server_class((self.host, self.port), Handler)
         server.daemon_threads = True
         self.port = server.server_address[1]
         self.server = server
@@ -170,6 +181,15 @@ class ProxyHandler(BaseHTTPRequestHandler):
     def do_GET(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        if self.path.startswith("http://"):
+            # a forward proxy's request: the server's path alone goes on
+            self.path = "/" + self.path.split("/", 3)[3] if self.path.count("/") >= 3 else "/"
+            with self.owner.lock:
+                self.owner.forwarded += 1
+        if self.owner.bucket_region and self.signed_region() != self.owner.bucket_region:
+            with self.owner.lock:
+                self.owner.misdirected += 1
+            return self.answer_wrong_region()
         fault = self.owner.take(self.command, self.path)
         if fault and fault.kind == "status":
             return self.answer_error(fault)
@@ -212,6 +232,22 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     do_HEAD = do_PUT = do_POST = do_DELETE = do_GET
+
+    def signed_region(self):
+        auth = self.headers.get("Authorization", "")
+        scope = auth.split("Credential=", 1)[1].split(",", 1)[0].split("/") if "Credential=" in auth else []
+        return scope[2] if len(scope) > 2 else None
+
+    def answer_wrong_region(self):
+        region = self.owner.bucket_region
+        if self.command == "HEAD":
+            status, body = 301, b""
+        else:
+            status = 400
+            body = ('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AuthorizationHeaderMalformed</Code>'
+                    f"<Message>The authorization header is malformed; the region '{self.signed_region()}' is wrong; "
+                    f"expecting '{region}'</Message><Region>{region}</Region><RequestId>region</RequestId></Error>").encode()
+        self.send_answer(status, "application/xml", body, {"x-amz-bucket-region": region})
 
     def resigned(self):
         """The request's headers signed with the server's key instead of the session token it carries;
@@ -262,8 +298,14 @@ class ProxyHandler(BaseHTTPRequestHandler):
             body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{fault.code}</Code>'
                     f"<Message>injected by the fault proxy</Message><Resource>{html.escape(self.path)}</Resource>"
                     f"<RequestId>fault</RequestId></Error>").encode()
+        self.send_answer(fault.status, kind, body)
+
+    def send_answer(self, status, kind, body, headers=None):
+        """An answer made here, not the server's (no body for a HEAD)."""
         try:
-            self.send_response(fault.status)
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

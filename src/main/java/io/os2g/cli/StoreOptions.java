@@ -78,14 +78,19 @@ final class StoreOptions {
     StoreConfig config(String bucket) {
         String endpointText = endpoint != null ? endpoint
                 : System.getenv().getOrDefault("AWS_ENDPOINT_URL", "https://s3.amazonaws.com");
-        String regionText = region != null ? region : System.getenv().getOrDefault("AWS_REGION", "us-east-1");
+        String envRegion = System.getenv("AWS_REGION");
+        boolean regionGiven = region != null || (envRegion != null && !envRegion.isBlank());
+        String regionText = region != null ? region : regionGiven ? envRegion : "us-east-1";
         if (credentialsFile != null && !Files.isReadable(credentialsFile)) {
             throw new UsageError("--credentials-file is not a readable file: " + credentialsFile);
         }
         CredentialsSource credentials = AwsCredentialSources.of(System.getenv(), noSignRequest, profile, credentialsFile);
         RetryPolicy retry = retry();
         URI endpointUri = Preflight.endpoint(endpointText);
-        return new StoreConfig(endpointUri, regionText, bucket, credentials, virtualHostStyle, retry,
+        // AWS's endpoints take the bucket as a host name, as the SDKs send it (not a dotted bucket over https:
+        // its name would not match the certificate); other endpoints rarely have the DNS for it
+        boolean virtualHost = virtualHostStyle || (endpointUri.getHost().endsWith(".amazonaws.com") && !bucket.contains("."));
+        return new StoreConfig(endpointUri, regionText, regionGiven, bucket, credentials, virtualHost, retry,
                 Math.max(16, maxFetches * 2), tls(endpointUri));
     }
 

@@ -155,6 +155,8 @@ public final class Preflight {
                         + ") and their source gave no newer ones";
                 case ACCESS_DENIED -> "access denied listing bucket " + bucket + " at " + endpoint;
                 case NO_SUCH_BUCKET -> "bucket " + bucket + " does not exist at " + endpoint;
+                case WRONG_REGION -> "bucket " + bucket + " is in region " + e.region() + ", not the region given ("
+                        + "--region or AWS_REGION); give --region " + e.region() + ", or neither to have it found";
                 case NOT_FOUND, CHANGED, PROTOCOL -> "unexpected answer from " + endpoint + ": " + e.getMessage();
             });
         }

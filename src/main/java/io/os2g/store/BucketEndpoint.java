@@ -23,13 +23,14 @@ final class BucketEndpoint {
     /** null for anonymous credentials: requests go unsigned. */
     private final SigV4 signer;
 
-    BucketEndpoint(MinioClient client, StoreConfig config, RefreshingCredentials credentials) {
+    BucketEndpoint(MinioClient client, StoreConfig config, String region, RefreshingCredentials credentials) {
         this.bucket = config.bucket();
         this.bucketUrl = bucketUrl(client, config.bucket());
-        this.hostHeader = bucketUrl.port() == HttpUrl.defaultPort(bucketUrl.scheme())
-                ? bucketUrl.host() : bucketUrl.host() + ":" + bucketUrl.port();
+        // an IPv6 literal goes in brackets, as in the URL ("[::1]:9000")
+        String host = bucketUrl.host().contains(":") ? "[" + bucketUrl.host() + "]" : bucketUrl.host();
+        this.hostHeader = bucketUrl.port() == HttpUrl.defaultPort(bucketUrl.scheme()) ? host : host + ":" + bucketUrl.port();
         this.signer = credentials.current().isAnonymous() ? null
-                : new SigV4(credentials::current, config.region(), Clock.systemUTC());
+                : new SigV4(credentials::current, region, Clock.systemUTC());
     }
 
     private static HttpUrl bucketUrl(MinioClient client, String bucket) {

@@ -75,7 +75,7 @@ final class ListObjectsV2 {
             String next;
             try (Response response = http.newCall(request).execute()) {
                 if (response.code() != 200) {
-                    throw RangedGet.failure(response.code(), RangedGet.errorCode(response.body()), what);
+                    throw ErrorAnswer.of(response).failure(what);
                 }
                 next = page(response.body().byteStream(), objects, prefixes, what);
             }

@@ -40,18 +40,23 @@ public final class MinioObjectStore implements ObjectStore {
 
     private static final Logger LOG = LoggerFactory.getLogger(MinioObjectStore.class);
 
+    /** The process's proxies: HTTPS_PROXY, HTTP_PROXY and NO_PROXY, else the JVM's settings. */
+    private static final ProxySelector PROXIES = ProxySettings.fromEnvironment();
+
     /** Connect quickly or not at all: a training job would rather see EIO than wait. */
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
 
     private final StoreConfig config;
     private final RefreshingCredentials credentials;
-    private final MinioClient client;
     private final OkHttpClient http;
-    private final BucketEndpoint endpoint;
-    private final RangedGet rangedGet;
+    /** Where requests go and how they are signed: replaced when the bucket turns out to be in another region. */
+    private volatile Target target;
     /** GETs whose bodies are read from the socket by the caller, for a plain-HTTP endpoint; null after one it could not read. */
     private volatile SocketGet socketGet;
-    private final ListObjectsV2 listing;
+
+    /** The bucket's address, signer and clients for one region. */
+    private record Target(String region, MinioClient client, BucketEndpoint endpoint, RangedGet rangedGet, ListObjectsV2 listing) {
+    }
     private final LongAdder gets = new LongAdder();
     private final LongAdder retries = new LongAdder();
     private final LongAdder getsInFlight = new LongAdder();
@@ -70,33 +75,65 @@ public final class MinioObjectStore implements ObjectStore {
         }
         try {
             this.http = http(config);
-            Duration call = config.retry().requestTimeout();
-            MinioClient.Builder builder = MinioClient.builder()
-                    .endpoint(config.endpoint().toString())
-                    .region(config.region())
-                    .httpClient(http, true);
-            if (!credentials.current().isAnonymous()) {
-                // the MinIO client's requests (HEAD, PUT) are signed with the renewed credentials too
-                builder.credentialsProvider(() -> {
-                    Credentials c = credentials.current();
-                    return new io.minio.credentials.Credentials(c.accessKeyId(), c.secretAccessKey(), c.sessionToken(), null);
-                });
-            }
-            this.client = builder.build();
-            if (config.virtualHostStyle()) {
-                client.enableVirtualStyleEndpoint();
-            } else {
-                client.disableVirtualStyleEndpoint();
-            }
-            this.endpoint = new BucketEndpoint(client, config, credentials);
-            this.rangedGet = new RangedGet(http, endpoint);
-            this.socketGet = "http".equals(config.endpoint().getScheme()) && direct(config.endpoint())
-                    ? new SocketGet(CONNECT_TIMEOUT, call, config.maxConnections()) : null;
-            this.listing = new ListObjectsV2(http, endpoint);
+            this.target = target(config.region());
+            this.socketGet = "http".equals(config.endpoint().getScheme()) && direct(config.endpoint(), PROXIES)
+                    ? new SocketGet(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections()) : null;
         } catch (RuntimeException e) {
             credentials.close(); // no renewals for a store that was never made
             throw e;
         }
+    }
+
+    /** Clients of the bucket whose requests are signed for {@code region} (and, on AWS, go to its regional host). */
+    private Target target(String region) {
+        MinioClient.Builder builder = MinioClient.builder()
+                .endpoint(config.endpoint().toString())
+                .region(region)
+                .httpClient(http, true);
+        if (!credentials.current().isAnonymous()) {
+            // the MinIO client's requests (HEAD, PUT) are signed with the renewed credentials too
+            builder.credentialsProvider(() -> {
+                Credentials c = credentials.current();
+                return new io.minio.credentials.Credentials(c.accessKeyId(), c.secretAccessKey(), c.sessionToken(), null);
+            });
+        }
+        MinioClient client = builder.build();
+        if (config.virtualHostStyle()) {
+            client.enableVirtualStyleEndpoint();
+        } else {
+            client.disableVirtualStyleEndpoint();
+        }
+        BucketEndpoint endpoint = new BucketEndpoint(client, config, region, credentials);
+        return new Target(region, client, endpoint, new RangedGet(http, endpoint), new ListObjectsV2(http, endpoint));
+    }
+
+    /**
+     * The store answered that the bucket is in {@code region}: from now on requests are signed for it (and
+     * sent to its regional host where the endpoint is AWS's), unless the region was given, which is then
+     * wrong. Returns whether the request is worth sending again.
+     */
+    private synchronized boolean retarget(String region) {
+        if (region == null || config.regionGiven()) {
+            return false;
+        }
+        if (region.equals(target.region())) {
+            return true; // another request re-targeted it meanwhile
+        }
+        Target moved = target(region);
+        LOG.info("bucket {} is in region {}: its requests are signed for it from now on", config.bucket(), region);
+        target = moved;
+        SocketGet old = socketGet;
+        if (old != null) {
+            // its kept connections may be to the old region's host
+            socketGet = new SocketGet(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections());
+            old.close();
+        }
+        return true;
+    }
+
+    /** The region requests are signed for now (the bucket's, once an answer named it). */
+    public String region() {
+        return target.region();
     }
 
     /** The OkHttp client of listings, ranged GETs through OkHttp and the MinIO client: one connection pool. */
@@ -107,6 +144,7 @@ public final class MinioObjectStore implements ObjectStore {
         dispatcher.setMaxRequestsPerHost(config.maxConnections());
         OkHttpClient base = new OkHttpClient.Builder()
                 .socketFactory(new BufferedSocketFactory())
+                .proxySelector(PROXIES)
                 .connectTimeout(CONNECT_TIMEOUT)
                 // the call's deadline bounds it whole, body included; a read or write timeout as well
                 // would put each 8 KiB socket read into okio's timeout queue and take it out again
@@ -115,16 +153,18 @@ public final class MinioObjectStore implements ObjectStore {
                 .callTimeout(call)
                 // os2g retries itself, with backoff and a count it can report
                 .retryOnConnectionFailure(false)
+                // a redirect would be sent with the Host header of the old host: the store re-targets itself instead
+                .followRedirects(false)
+                .followSslRedirects(false)
                 .connectionPool(new ConnectionPool(config.maxConnections(), 5, TimeUnit.MINUTES))
                 .dispatcher(dispatcher)
                 .build();
         return withTls(base, config);
     }
 
-    /** Whether the JVM's proxy settings ({@code -Dhttp.proxyHost}) send {@code endpoint} straight, not through a proxy OkHttp would use. */
-    private static boolean direct(URI endpoint) {
-        ProxySelector selector = ProxySelector.getDefault();
-        return selector == null || selector.select(endpoint).stream().allMatch(p -> p.type() == Proxy.Type.DIRECT);
+    /** Whether {@code proxies} send {@code endpoint} straight, not through a proxy (OkHttp speaks to proxies; SocketGet does not). */
+    private static boolean direct(URI endpoint, ProxySelector proxies) {
+        return proxies.select(endpoint).stream().allMatch(p -> p.type() == Proxy.Type.DIRECT);
     }
 
     private static OkHttpClient withTls(OkHttpClient http, StoreConfig config) {
@@ -157,7 +197,7 @@ public final class MinioObjectStore implements ObjectStore {
 
     /** The URL a read of {@code key} is sent to. */
     okhttp3.HttpUrl objectUrl(String key) {
-        return endpoint.object(key);
+        return target.endpoint().object(key);
     }
 
     /** GET requests sent, retries included. */
@@ -185,14 +225,22 @@ public final class MinioObjectStore implements ObjectStore {
         return withRetries("list", prefix, () -> listOnce(prefix, Integer.MAX_VALUE));
     }
 
+    /** One listing of one key, no retries; an answer naming the bucket's region re-targets the store and asks again. */
     @Override
     public void probe(String prefix) {
-        listOnce(prefix, 1);
+        try {
+            listOnce(prefix, 1);
+        } catch (StoreException e) {
+            if (e.kind() != StoreException.Kind.WRONG_REGION || !retarget(e.region())) {
+                throw e;
+            }
+            listOnce(prefix, 1);
+        }
     }
 
     private Listing listOnce(String prefix, int limit) {
         try {
-            return listing.list(prefix, limit);
+            return target.listing().list(prefix, limit);
         } catch (Exception e) {
             throw classify(e, prefix);
         }
@@ -217,19 +265,20 @@ public final class MinioObjectStore implements ObjectStore {
     }
 
     private void get(String key, long offset, long length, String etag, BodyReader reader) throws IOException {
+        Target t = target;
         SocketGet direct = socketGet;
         if (direct == null) {
-            rangedGet.read(key, offset, length, etag, reader);
+            t.rangedGet().read(key, offset, length, etag, reader);
             return;
         }
         try {
-            direct.read(RangedGet.request(endpoint, key, offset, length, etag), offset, length,
-                    RangedGet.what(endpoint, key, offset, length), reader);
+            direct.read(RangedGet.request(t.endpoint(), key, offset, length, etag), offset, length,
+                    RangedGet.what(t.endpoint(), key, offset, length), reader);
         } catch (SocketGet.Unsupported e) {
             LOG.info("{} sent {}: its GETs go through OkHttp from now on", config.endpoint(), e.getMessage());
             socketGet = null;
             direct.close();
-            rangedGet.read(key, offset, length, etag, reader);
+            t.rangedGet().read(key, offset, length, etag, reader);
         }
     }
 
@@ -238,7 +287,7 @@ public final class MinioObjectStore implements ObjectStore {
         return withRetries("head", key, () -> {
             try {
                 Map<String, String> metadata = new HashMap<>();
-                client.statObject(StatObjectArgs.builder().bucket(config.bucket()).object(key).build())
+                target.client().statObject(StatObjectArgs.builder().bucket(config.bucket()).object(key).build())
                         .userMetadata().forEach((name, value) -> metadata.put(name.toLowerCase(Locale.ROOT), value));
                 return metadata;
             } catch (Exception e) {
@@ -254,7 +303,7 @@ public final class MinioObjectStore implements ObjectStore {
     public void put(String key, byte[] body, String contentType) {
         withRetries("put", key, () -> {
             try {
-                client.putObject(PutObjectArgs.builder().bucket(config.bucket()).object(key)
+                target.client().putObject(PutObjectArgs.builder().bucket(config.bucket()).object(key)
                         .stream(new java.io.ByteArrayInputStream(body), body.length, -1).contentType(contentType).build());
             } catch (Exception e) {
                 throw classify(e, key);
@@ -271,6 +320,7 @@ public final class MinioObjectStore implements ObjectStore {
     private <T> T withRetries(String op, String what, java.util.function.Supplier<T> call) {
         RetryPolicy policy = config.retry();
         boolean renewed = false;
+        boolean retargeted = false;
         for (int attempt = 1; ; attempt++) {
             Credentials used = credentials.current();
             try {
@@ -279,6 +329,11 @@ public final class MinioObjectStore implements ObjectStore {
                 if (!renewed && rejectedFor(e, used) && credentials.refreshAfterRejection(used) != used) {
                     renewed = true;
                     LOG.debug("{} {}: {}; sent again with renewed credentials", op, what, e.getMessage());
+                    attempt--;
+                    continue;
+                }
+                if (!retargeted && e.kind() == StoreException.Kind.WRONG_REGION && retarget(e.region())) {
+                    retargeted = true;
                     attempt--;
                     continue;
                 }
@@ -310,7 +365,9 @@ public final class MinioObjectStore implements ObjectStore {
         }
         if (e instanceof ErrorResponseException ere) {
             String code = ere.errorResponse().code();
-            return RangedGet.failure(ere.response() == null ? 0 : ere.response().code(), code == null ? "" : code, where);
+            okhttp3.Response response = ere.response();
+            return new ErrorAnswer(response == null ? 0 : response.code(), code == null ? "" : code,
+                    response == null ? null : response.header(ErrorAnswer.REGION_HEADER)).failure(where);
         }
         if (e instanceof ServerException se) {
             return new StoreException(StoreException.Kind.UNAVAILABLE,

@@ -22,8 +22,6 @@ import okhttp3.ResponseBody;
 final class RangedGet {
 
     private static final Pattern CONTENT_RANGE = Pattern.compile("bytes (\\d+)-(\\d+)/(\\d+|\\*)");
-    private static final Pattern ERROR_CODE = Pattern.compile("<Code>([^<]{1,128})</Code>");
-    static final int MAX_ERROR_BODY = 16 * 1024;
 
     private final OkHttpClient http;
     private final BucketEndpoint endpoint;
@@ -50,7 +48,7 @@ final class RangedGet {
                 }
                 return;
             }
-            throw failure(status, errorCode(response.body()), what);
+            throw ErrorAnswer.of(response).failure(what);
         }
     }
 
@@ -96,44 +94,5 @@ final class RangedGet {
             throw new StoreException(StoreException.Kind.PROTOCOL, "Content-Range " + contentRange
                     + " is not the range asked for (" + offset + "-" + (offset + length - 1) + "): " + what, null);
         }
-    }
-
-    /** The S3 error code of an error response's XML body, or "" (an HTML page from a load balancer). */
-    static String errorCode(ResponseBody body) {
-        try {
-            // as much as there is, up to the bound (a gzipped body has no length until read)
-            okio.BufferedSource peek = body.source().peek();
-            peek.request(MAX_ERROR_BODY);
-            return errorCode(peek.readByteArray(Math.min(MAX_ERROR_BODY, peek.getBuffer().size())));
-        } catch (IOException | RuntimeException e) {
-            return "";
-        }
-    }
-
-    /** The S3 error code in the first bytes of an error response's body, or "". */
-    static String errorCode(byte[] head) {
-        Matcher m = ERROR_CODE.matcher(new String(head, StandardCharsets.UTF_8));
-        return m.find() ? m.group(1) : "";
-    }
-
-    /** The kind of failure an S3 error code or, without one, an HTTP status means. */
-    static StoreException failure(int status, String code, String what) {
-        StoreException.Kind kind = switch (code) {
-            case "NoSuchKey" -> StoreException.Kind.NOT_FOUND;
-            case "NoSuchBucket" -> StoreException.Kind.NO_SUCH_BUCKET;
-            case "AccessDenied", "AllAccessDisabled" -> StoreException.Kind.ACCESS_DENIED;
-            case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AuthorizationHeaderMalformed", "InvalidSecurity" ->
-                    StoreException.Kind.BAD_CREDENTIALS;
-            case "ExpiredToken", "InvalidToken", "TokenRefreshRequired" -> StoreException.Kind.EXPIRED_CREDENTIALS;
-            case "PreconditionFailed" -> StoreException.Kind.CHANGED;
-            case "SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "Throttling" ->
-                    StoreException.Kind.UNAVAILABLE;
-            default -> status == 412 ? StoreException.Kind.CHANGED
-                    : status == 404 ? StoreException.Kind.NOT_FOUND
-                    : status == 403 ? StoreException.Kind.ACCESS_DENIED
-                    : status >= 500 || status == 429 ? StoreException.Kind.UNAVAILABLE
-                    : StoreException.Kind.PROTOCOL;
-        };
-        return new StoreException(kind, (code.isEmpty() ? "" : code + " ") + "(HTTP " + status + "): " + what, null);
     }
 }

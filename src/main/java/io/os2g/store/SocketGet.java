@@ -4,6 +4,7 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.net.UnknownHostException;
@@ -45,12 +46,18 @@ final class SocketGet implements AutoCloseable {
     private static final ScheduledThreadPoolExecutor DEADLINES = deadlines();
 
     private final Duration connectTimeout;
+    private final Resolver resolver;
     private final Duration callTimeout;
     private final int maxIdle;
     /** Connections to the one endpoint a store reads. */
     private final ConcurrentLinkedDeque<Connection> idle = new ConcurrentLinkedDeque<>();
 
     SocketGet(Duration connectTimeout, Duration callTimeout, int maxIdle) {
+        this(connectTimeout, callTimeout, maxIdle, Resolver.SYSTEM);
+    }
+
+    SocketGet(Duration connectTimeout, Duration callTimeout, int maxIdle, Resolver resolver) {
+        this.resolver = resolver;
         this.connectTimeout = connectTimeout;
         this.callTimeout = callTimeout;
         this.maxIdle = maxIdle;
@@ -130,8 +137,8 @@ final class SocketGet implements AutoCloseable {
             return body.remaining == 0 && head.keepAlive();
         }
         long contentLength = head.contentLength();
-        byte[] error = new Body(connection, contentLength < 0 ? 0 : Math.min(contentLength, RangedGet.MAX_ERROR_BODY)).readAllBytes();
-        throw RangedGet.failure(status, RangedGet.errorCode(error), what);
+        byte[] error = new Body(connection, contentLength < 0 ? 0 : Math.min(contentLength, ErrorAnswer.MAX_BODY)).readAllBytes();
+        throw ErrorAnswer.of(status, error, head.header(ErrorAnswer.REGION_HEADER)).failure(what);
     }
 
     private Connection take(HttpUrl url) throws IOException {
@@ -144,19 +151,35 @@ final class SocketGet implements AutoCloseable {
             }
             c.close();
         }
-        InetSocketAddress address = new InetSocketAddress(url.host(), url.port());
-        if (address.isUnresolved()) {
-            throw new UnknownHostException(url.host());
+        // every address of the host in turn, as OkHttp does: a name with an address that refuses or times
+        // out (an IPv6 one on an IPv4-only path) still connects through the next
+        IOException failure = null;
+        for (InetAddress address : resolver.resolve(url.host())) {
+            SocketChannel channel = SocketChannel.open();
+            try {
+                channel.socket().connect(new InetSocketAddress(address, url.port()), (int) connectTimeout.toMillis());
+                channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                return new Connection(channel);
+            } catch (IOException e) {
+                channel.close();
+                if (failure != null) {
+                    e.addSuppressed(failure);
+                }
+                failure = e;
+            } catch (RuntimeException e) {
+                channel.close();
+                throw e;
+            }
         }
-        SocketChannel channel = SocketChannel.open();
-        try {
-            channel.socket().connect(address, (int) connectTimeout.toMillis());
-            channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            return new Connection(channel);
-        } catch (IOException | RuntimeException e) {
-            channel.close();
-            throw e;
-        }
+        throw failure != null ? failure : new UnknownHostException(url.host());
+    }
+
+    /** The addresses of a host name, in the order to try them. */
+    @FunctionalInterface
+    interface Resolver {
+        Resolver SYSTEM = InetAddress::getAllByName;
+
+        InetAddress[] resolve(String host) throws UnknownHostException;
     }
 
     private void giveBack(Connection connection) {

@@ -8,6 +8,8 @@ import java.util.Objects;
  *
  * @param endpoint S3 endpoint, e.g. {@code http://minio:9000} or {@code https://s3.amazonaws.com}
  * @param region signing region (default us-east-1)
+ * @param regionGiven whether {@code region} was given ({@code --region}, {@code AWS_REGION}): when not, the
+ *     store signs for the bucket's own region once an answer names it
  * @param bucket bucket name
  * @param credentials where credentials come from ({@link AwsCredentialSources}), fixed ones, or
  *     {@link Credentials#anonymous()}
@@ -17,7 +19,7 @@ import java.util.Objects;
  * @param maxConnections HTTP connections kept open to the endpoint
  * @param tls certificate checks of an https endpoint
  */
-public record StoreConfig(URI endpoint, String region, String bucket, CredentialsSource credentials,
+public record StoreConfig(URI endpoint, String region, boolean regionGiven, String bucket, CredentialsSource credentials,
                           boolean virtualHostStyle, RetryPolicy retry, int maxConnections, Tls tls) {
     public StoreConfig {
         Objects.requireNonNull(endpoint, "endpoint");

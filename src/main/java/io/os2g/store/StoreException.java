@@ -18,6 +18,8 @@ public final class StoreException extends ErrnoException {
         EXPIRED_CREDENTIALS,
         /** The credentials are valid but not allowed this request. */
         ACCESS_DENIED,
+        /** The bucket is in another region than its requests are signed for; {@link #region()} names it. */
+        WRONG_REGION,
         /** The object changed since it was opened (If-Match failed). */
         CHANGED,
         /** The endpoint could not be reached (refused, unknown host, a TLS connection that broke). */
@@ -31,10 +33,26 @@ public final class StoreException extends ErrnoException {
     }
 
     private final Kind kind;
+    private final String region;
 
     public StoreException(Kind kind, String message, Throwable cause) {
+        this(kind, message, cause, null);
+    }
+
+    private StoreException(Kind kind, String message, Throwable cause, String region) {
         super(message, cause);
         this.kind = kind;
+        this.region = region;
+    }
+
+    /** The bucket is in {@code region}, not the one its requests were signed for. */
+    static StoreException wrongRegion(String region, String message) {
+        return new StoreException(Kind.WRONG_REGION, message, null, region);
+    }
+
+    /** The bucket's region an answer named (WRONG_REGION); null otherwise. */
+    public String region() {
+        return region;
     }
 
     public Kind kind() {
@@ -50,7 +68,7 @@ public final class StoreException extends ErrnoException {
         return switch (kind) {
             case NOT_FOUND, NO_SUCH_BUCKET -> Errno.ENOENT;
             case ACCESS_DENIED, BAD_CREDENTIALS, EXPIRED_CREDENTIALS -> Errno.EACCES;
-            case CHANGED, UNREACHABLE, UNTRUSTED, UNAVAILABLE, PROTOCOL -> Errno.EIO;
+            case CHANGED, UNREACHABLE, UNTRUSTED, UNAVAILABLE, PROTOCOL, WRONG_REGION -> Errno.EIO;
         };
     }
 

@@ -146,7 +146,7 @@ class MinioObjectStoreTest {
         try (ServerSocket socket = new ServerSocket(0)) {
             port = socket.getLocalPort();
         }
-        StoreConfig config = new StoreConfig(URI.create("http://127.0.0.1:" + port), "us-east-1", "data",
+        StoreConfig config = new StoreConfig(URI.create("http://127.0.0.1:" + port), "us-east-1", true, "data",
                 Credentials.anonymous(), false, new RetryPolicy(3, Duration.ofMillis(10), Duration.ofMillis(50), Duration.ofSeconds(2)), 4, Tls.SYSTEM);
         try (MinioObjectStore store = new MinioObjectStore(config)) {
             long t0 = System.nanoTime();

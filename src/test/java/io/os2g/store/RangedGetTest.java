@@ -119,7 +119,7 @@ class RangedGetTest {
         server.start();
         RetryPolicy retry = new RetryPolicy(2, Duration.ofMillis(5), Duration.ofMillis(20), Duration.ofMillis(500));
         StoreConfig config = new StoreConfig(URI.create("http://127.0.0.1:" + server.getAddress().getPort()),
-                "us-east-1", "data", new Credentials("id", "secret", null), false, retry, 4, Tls.SYSTEM);
+                "us-east-1", true, "data", new Credentials("id", "secret", null), false, retry, 4, Tls.SYSTEM);
         try (MinioObjectStore store = new MinioObjectStore(config)) {
             long t0 = System.nanoTime();
             assertThrows(StoreException.class, () -> store.read("k", 0, 1000, "", in -> in.readNBytes(1000)));
@@ -131,25 +131,14 @@ class RangedGetTest {
     }
 
     @Test
-    void s3ErrorCodesDecideTheKind() {
-        assertEquals(StoreException.Kind.CHANGED, RangedGet.failure(412, "PreconditionFailed", "k").kind());
-        assertEquals(StoreException.Kind.NOT_FOUND, RangedGet.failure(404, "NoSuchKey", "k").kind());
-        assertEquals(StoreException.Kind.BAD_CREDENTIALS, RangedGet.failure(403, "SignatureDoesNotMatch", "k").kind());
-        assertEquals(StoreException.Kind.ACCESS_DENIED, RangedGet.failure(403, "", "k").kind());
-        assertEquals(StoreException.Kind.UNAVAILABLE, RangedGet.failure(503, "SlowDown", "k").kind());
-        assertEquals(StoreException.Kind.UNAVAILABLE, RangedGet.failure(429, "", "k").kind());
-        assertEquals(StoreException.Kind.PROTOCOL, RangedGet.failure(400, "InvalidArgument", "k").kind());
-    }
-
-    @Test
     void urlsAreTheOnesTheMinioClientBuilds() {
-        StoreConfig aws = new StoreConfig(URI.create("https://s3.amazonaws.com"), "eu-west-1", "my-bucket",
+        StoreConfig aws = new StoreConfig(URI.create("https://s3.amazonaws.com"), "eu-west-1", true, "my-bucket",
                 new Credentials("AKIAEXAMPLE", "secret", null), false, RetryPolicy.DEFAULT, 4, Tls.SYSTEM);
         try (MinioObjectStore store = new MinioObjectStore(aws)) {
             assertEquals("https://s3.eu-west-1.amazonaws.com/my-bucket/a%20b/c%2Bd.jpg",
                     store.objectUrl("a b/c+d.jpg").toString());
         }
-        StoreConfig virtual = new StoreConfig(URI.create("http://store.example:9000"), "us-east-1", "my-bucket",
+        StoreConfig virtual = new StoreConfig(URI.create("http://store.example:9000"), "us-east-1", true, "my-bucket",
                 Credentials.anonymous(), true, RetryPolicy.DEFAULT, 4, Tls.SYSTEM);
         try (MinioObjectStore store = new MinioObjectStore(virtual)) {
             assertEquals("http://my-bucket.store.example:9000/k/v", store.objectUrl("k/v").toString());
@@ -172,7 +161,7 @@ class RangedGetTest {
         });
         server.start();
         StoreConfig config = new StoreConfig(URI.create("http://127.0.0.1:" + server.getAddress().getPort()),
-                "us-east-1", "data", new Credentials("id", "secret", null), false,
+                "us-east-1", true, "data", new Credentials("id", "secret", null), false,
                 new RetryPolicy(3, Duration.ofMillis(5), Duration.ofMillis(20), Duration.ofSeconds(2)), 4, Tls.SYSTEM);
         return new MinioObjectStore(config);
     }

@@ -176,8 +176,22 @@ class SocketGetTest {
         }
     }
 
+    @Test
+    void aHostWhoseFirstAddressRefusesIsReachedThroughTheNext() throws Exception {
+        scripted = new ScriptedServer(request -> ScriptedServer.partial(request, "next"), 0);
+        java.net.InetAddress refusing = java.net.InetAddress.getByAddress("store.test", new byte[] {127, 0, 0, 2});
+        java.net.InetAddress listening = java.net.InetAddress.getByAddress("store.test", new byte[] {127, 0, 0, 1});
+        try (SocketGet get = new SocketGet(Duration.ofSeconds(2), Duration.ofSeconds(5), 2, host -> new java.net.InetAddress[] {refusing, listening})) {
+            okhttp3.Request request = new okhttp3.Request.Builder().url("http://store.test:" + scripted.port() + "/data/k")
+                    .header("Range", "bytes=0-3").build();
+            byte[] got = new byte[4];
+            get.read(request, 0, 4, "k", in -> in.readNBytes(got, 0, 4));
+            assertArrayEquals("next".getBytes(StandardCharsets.US_ASCII), got);
+        }
+    }
+
     private static StoreConfig config(String endpoint) {
-        return new StoreConfig(URI.create(endpoint), "us-east-1", "data", new Credentials("id", "secret", null), false,
+        return new StoreConfig(URI.create(endpoint), "us-east-1", true, "data", new Credentials("id", "secret", null), false,
                 new RetryPolicy(3, Duration.ofMillis(5), Duration.ofMillis(20), Duration.ofSeconds(5)), 4, Tls.SYSTEM);
     }
 

@@ -79,7 +79,7 @@ public final class S3Fixture {
     }
 
     public StoreConfig config(String bucket, Credentials credentials) {
-        return new StoreConfig(endpoint(), "us-east-1", bucket, credentials, false,
+        return new StoreConfig(endpoint(), "us-east-1", true, bucket, credentials, false,
                 new RetryPolicy(3, Duration.ofMillis(10), Duration.ofMillis(100), Duration.ofSeconds(5)), 16, Tls.SYSTEM);
     }
 
