@@ -118,6 +118,34 @@ class S3Server:
         self.proc.wait(30)
 
 
+class Agent:
+    """A foreground `os2g agent` on a socket in `work`, with `env` (default: the S3 server's credentials)."""
+
+    def __init__(self, server, work, extra=(), env=None):
+        self.socket = work / "agent.sock"
+        self.staging = work / "agent-staging"
+        self.log = open(work / f"agent-{time.time_ns()}.log", "w+")
+        self.proc = subprocess.Popen(
+            [OS2G, "agent", "--listen", f"unix:{self.socket}", "--endpoint", server.endpoint,
+             "--staging-dir", str(self.staging), "--request-timeout", "3", "--retries", "2", *extra],
+            stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(env or CREDENTIALS_ENV)})
+        deadline = time.time() + 90
+        while "agent listening" not in self.output():
+            assert self.proc.poll() is None, self.output()
+            assert time.time() < deadline, self.output()
+            time.sleep(0.05)
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(30)
+
+
 class Mount:
     """A foreground `os2g mount` process; usable once the kernel lists the mount."""
 

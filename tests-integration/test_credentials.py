@@ -169,6 +169,25 @@ def test_an_endpoint_that_goes_away_keeps_the_credentials_until_they_expire_then
         assert m.stop() == 0
 
 
+def test_a_profile_with_credential_process_gets_its_credentials_from_the_command(bucket, s3, tmp_path):
+    # the shape `aws configure export-credentials --format process` prints, which is also how SSO
+    # sessions of the AWS CLI can be handed to any tool
+    command = tmp_path / "creds.sh"
+    command.write_text("#!/bin/sh\necho run >> " + str(tmp_path / "runs") + "\n"
+                       f"printf '{{\"Version\": 1, \"AccessKeyId\": \"{ACCESS_KEY}\", \"SecretAccessKey\": \"{SECRET_KEY}\"}}'\n")
+    command.chmod(0o700)
+    config = tmp_path / "config"
+    config.write_text(f"[profile trainer]\ncredential_process = {command}\n")
+    env = isolated(tmp_path, AWS_CONFIG_FILE=str(config), AWS_PROFILE="trainer")
+    m = Mount(type("Endpoint", (), {"endpoint": s3.endpoint})(), bucket, [], env=env, credentials=False)
+    try:
+        assert (m.path / "data/small.bin").read_bytes() == FILES["data/small.bin"]
+        assert (tmp_path / "runs").read_text().count("run") >= 1
+        assert SECRET_KEY not in m.output()
+    finally:
+        assert m.stop() == 0
+
+
 def test_no_credentials_anywhere_is_one_line_naming_the_sources(bucket, s3, tmp_path):
     (tmp_path / "mnt").mkdir()
     r = run_os2g("mount", bucket, str(tmp_path / "mnt"), "--endpoint", s3.endpoint, env=isolated(tmp_path))

@@ -17,38 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (CREDENTIALS_ENV, OS2G, SECRET_KEY, Mount, Tally, mounted, payload, read_verified,
+from conftest import (CREDENTIALS_ENV, OS2G, SECRET_KEY, Agent, Mount, Tally, mounted, payload, read_verified,
                       run_os2g, sha256)
 
 FILES = {f"train/c{c}/{i:03d}.jpg": payload(20_000 + 997 * i, 100 * c + i) for c in range(3) for i in range(30)}
 FILES["big/shard-0.tar"] = payload(40 << 20, 9)
 HASHES = {k: sha256(v) for k, v in FILES.items()}
-
-
-class Agent:
-    def __init__(self, server, work, extra=()):
-        self.socket = work / "agent.sock"
-        self.staging = work / "agent-staging"
-        self.log = open(work / f"agent-{time.time_ns()}.log", "w+")
-        self.proc = subprocess.Popen(
-            [OS2G, "agent", "--listen", f"unix:{self.socket}", "--endpoint", server.endpoint,
-             "--staging-dir", str(self.staging), "--request-timeout", "3", "--retries", "2", *extra],
-            stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **CREDENTIALS_ENV})
-        deadline = time.time() + 90
-        while "agent listening" not in self.output():
-            assert self.proc.poll() is None, self.output()
-            assert time.time() < deadline, self.output()
-            time.sleep(0.05)
-
-    def output(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-    def stop(self, sig=signal.SIGTERM):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        return self.proc.wait(30)
 
 
 REPLIES = pytest.mark.parametrize("replies", ["on", "off"], ids=["agent-replies", "shim-replies"])
