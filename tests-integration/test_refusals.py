@@ -89,16 +89,33 @@ def test_unknown_command_is_refused_and_help_lists_every_command():
     assert commands == ["mount", "agent", "stats", "warm", "index", "demo"], r.stdout  # s3-server is hidden
 
 
+def fake_jdk(tmp_path, release):
+    """A JDK directory with `release` whose java, if ever run, leaves a mark (the returned path)."""
+    jdk = tmp_path / "jdk"
+    (jdk / "bin").mkdir(parents=True)
+    (jdk / "release").write_text(release)
+    ran = tmp_path / "ran"
+    (jdk / "bin" / "java").write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
+    (jdk / "bin" / "java").chmod(0o755)
+    return jdk, ran
+
+
 def test_the_launcher_passes_over_an_older_jdk_without_starting_it(tmp_path):
     # JAVA_HOME at a JDK 17: the launcher reads its release file, never runs its java, and goes on to a
     # JDK >= 25 under /usr/lib/jvm
-    old = tmp_path / "jdk-17"
-    (old / "bin").mkdir(parents=True)
-    (old / "release").write_text('JAVA_VERSION="17.0.15"\n')
-    ran = tmp_path / "ran"
-    (old / "bin" / "java").write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
-    (old / "bin" / "java").chmod(0o755)
+    old, ran = fake_jdk(tmp_path, 'JAVA_VERSION="17.0.15"\n')
     r = run_os2g("--version", env={"JAVA_HOME": str(old)})
+    assert r.returncode == 0, r.stderr
+    assert re.match(r"os2g \S+ \(Java 2[5-9]", r.stdout), r.stdout
+    assert not ran.exists()
+
+
+def test_the_launcher_passes_over_a_jdk_for_another_architecture(tmp_path):
+    # a JDK 25 built for the other of x86-64 and arm64 (a multi-arch image, a copied JAVA_HOME): skipped
+    # by its release file's OS_ARCH, not run
+    other = "aarch64" if os.uname().machine in ("x86_64", "amd64") else "x86_64"
+    foreign, ran = fake_jdk(tmp_path, f'JAVA_VERSION="25.0.1"\nOS_ARCH="{other}"\n')
+    r = run_os2g("--version", env={"JAVA_HOME": str(foreign)})
     assert r.returncode == 0, r.stderr
     assert re.match(r"os2g \S+ \(Java 2[5-9]", r.stdout), r.stdout
     assert not ran.exists()
