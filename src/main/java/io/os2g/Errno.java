@@ -3,6 +3,7 @@ package io.os2g;
 /** The POSIX error numbers os2g returns to applications (Linux values). */
 public final class Errno {
     public static final int ENOENT = 2;
+    public static final int EINTR = 4;
     public static final int EIO = 5;
     public static final int E2BIG = 7;
     public static final int EBADF = 9;
@@ -27,6 +28,7 @@ public final class Errno {
     public static String name(int errno) {
         return switch (errno) {
             case ENOENT -> "ENOENT";
+            case EINTR -> "EINTR";
             case EIO -> "EIO";
             case E2BIG -> "E2BIG";
             case EFBIG -> "EFBIG";

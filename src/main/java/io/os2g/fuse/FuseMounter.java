@@ -25,8 +25,27 @@ public final class FuseMounter {
      * @param options the kernel's FUSE options beyond the descriptor and root mode, e.g. {@code allow_other,default_permissions}
      */
     public static int mount(Path mountPoint, String source, String subtype, String options, int uid, int gid) {
-        return uid == 0 ? mountAsRoot(mountPoint, source, subtype, options, uid, gid)
-                : mountThroughFusermount(mountPoint, source, subtype, options);
+        String all = withMaxRead(options, PipedReply.largestRead(Native.pageSize()));
+        return uid == 0 ? mountAsRoot(mountPoint, source, subtype, all, uid, gid)
+                : mountThroughFusermount(mountPoint, source, subtype, all);
+    }
+
+    /**
+     * {@code options} with max_read at most {@code largest}: a kernel that cannot be told max_pages in
+     * INIT (before 7.28) sends READs of 32 pages, 2 MiB with 64 KiB pages, more than a reply pipe holds.
+     */
+    static String withMaxRead(String options, int largest) {
+        List<String> kept = new ArrayList<>();
+        int maxRead = largest;
+        for (String option : options.isEmpty() ? List.<String>of() : List.of(options.split(","))) {
+            if (option.startsWith("max_read=")) {
+                maxRead = Math.min(largest, Integer.parseInt(option.substring("max_read=".length())));
+            } else {
+                kept.add(option);
+            }
+        }
+        kept.add("max_read=" + maxRead);
+        return String.join(",", kept);
     }
 
     static int mountThroughFusermount(Path mountPoint, String source, String subtype, String options) {

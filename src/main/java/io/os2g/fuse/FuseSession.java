@@ -4,7 +4,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -12,7 +11,13 @@ import org.slf4j.LoggerFactory;
 /**
  * Serves one mount's /dev/fuse: threads that read a request each, call the {@link FuseFileSystem} and
  * write the reply. The kernel protocol, not libfuse: structs are read and written at the offsets of
- * {@code include/uapi/linux/fuse.h} (protocol 7.41).
+ * {@code include/uapi/linux/fuse.h}, which has the same layout on every architecture (fixed-width
+ * fields, 64-bit aligned). INIT is negotiated by protocol minor ({@link Negotiation}); a READ the
+ * kernel interrupts is answered EINTR; an opcode os2g does not serve ENOSYS.
+ *
+ * <p>Threads: {@code threads} serve at first; whenever none is left reading /dev/fuse (all wait on
+ * reads of a slow store), one more starts, up to {@code threads} + the kernel's background limit, so
+ * that an INTERRUPT or a request for staged bytes is always read.
  */
 public final class FuseSession implements AutoCloseable {
 
@@ -23,29 +28,25 @@ public final class FuseSession implements AutoCloseable {
             UNLINK = 10, RMDIR = 11, RENAME = 12, LINK = 13, OPEN = 14, READ = 15, WRITE = 16, STATFS = 17,
             RELEASE = 18, SETXATTR = 21, GETXATTR = 22, LISTXATTR = 23, REMOVEXATTR = 24, INIT = 26, OPENDIR = 27,
             READDIR = 28, RELEASEDIR = 29, ACCESS = 34, CREATE = 35, INTERRUPT = 36, DESTROY = 38,
-            BATCH_FORGET = 42, FALLOCATE = 43, READDIRPLUS = 44, RENAME2 = 45, COPY_FILE_RANGE = 47, TMPFILE = 51;
+            NOTIFY_REPLY = 41, BATCH_FORGET = 42, FALLOCATE = 43, READDIRPLUS = 44, RENAME2 = 45,
+            COPY_FILE_RANGE = 47, TMPFILE = 51;
     static final int FATTR_SIZE = 1 << 3;
-    // INIT flags
-    static final int FUSE_ASYNC_READ = 1, FUSE_ATOMIC_O_TRUNC = 1 << 3, FUSE_BIG_WRITES = 1 << 5,
-            FUSE_AUTO_INVAL_DATA = 1 << 12, FUSE_PARALLEL_DIROPS = 1 << 18, FUSE_DO_READDIRPLUS = 1 << 13,
-            FUSE_READDIRPLUS_AUTO = 1 << 14, FUSE_MAX_PAGES = 1 << 22, FUSE_INIT_EXT = 1 << 30;
     static final int FOPEN_DIRECT_IO = 1, FOPEN_KEEP_CACHE = 1 << 1;
     static final int FOPEN_PASSTHROUGH = 1 << 7;
-    /** flags2 (the high half of the 64 INIT flags): FUSE_PASSTHROUGH is bit 37. */
-    static final int FUSE_PASSTHROUGH_HIGH = 1 << (37 - 32);
-    /** _IOW(229, 1, struct fuse_backing_map) and _IOW(229, 2, uint32_t). */
+    /** _IOW(229, 1, struct fuse_backing_map) and _IOW(229, 2, uint32_t) (the asm-generic encoding of x86-64 and arm64). */
     static final long FUSE_DEV_IOC_BACKING_OPEN = 0x4010E501L;
     static final long FUSE_DEV_IOC_BACKING_CLOSE = 0x4004E502L;
-    static final int PROTOCOL_MINOR = 41;
+    /** max_background in INIT: the kernel's readahead READs in flight at once. */
+    static final int MAX_BACKGROUND = 64;
 
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
-    private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED;
     private static final int IN_HEADER = 40;
     private static final int ATTR = 88;
     /** The largest request: a 1 MiB write plus its header, the kernel's minimum for a read buffer. */
     private static final int BUFFER = (1 << 20) + 4096;
-    private static final int MAX_READAHEAD = 1 << 20;
+    /** How long {@link #awaitInit} waits: the kernel sends INIT as the mount is made. */
+    private static final java.time.Duration INIT_WAIT = java.time.Duration.ofSeconds(30);
 
     /**
      * How long the kernel may keep what it is told: names (entry), attributes, and names that are not
@@ -65,11 +66,20 @@ public final class FuseSession implements AutoCloseable {
     private final Timeouts timeouts;
     /** st_blksize of every node, as the file system says (a power of two). */
     private final int blockSize;
-    private final List<Thread> threads = new ArrayList<>();
-    /** The largest READ (and WRITE) the kernel may send: what a reply pipe holds. */
-    private final int largestRequest = PipedReply.largestRead();
+    private final int pageSize;
+    /** The largest READ (and WRITE) a reply pipe holds: what INIT tells the kernel to send at most. */
+    private final int largestRequest;
+    /** The serving threads, grown up to {@link #maxThreads}. */
+    private final List<Worker> workers = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final int maxThreads;
+    /** Threads waiting in read(2) of /dev/fuse. */
+    private final java.util.concurrent.atomic.AtomicInteger reading = new java.util.concurrent.atomic.AtomicInteger();
+    /** INIT's outcome: the negotiation, or why the kernel was refused. */
+    private final java.util.concurrent.CompletableFuture<Negotiation> init = new java.util.concurrent.CompletableFuture<>();
     /** Whether the kernel agreed to passthrough in INIT (a backing file per open). */
     private volatile boolean passthrough;
+    /** READs left to another holder of the descriptor and not answered yet, by request number. */
+    private final java.util.concurrent.ConcurrentHashMap<Long, ForwardedRead> forwardedReads = new java.util.concurrent.ConcurrentHashMap<>();
     /** Backing ids of the opens read by passthrough, by handle, to unregister at release. */
     private final java.util.concurrent.ConcurrentHashMap<Long, Integer> backingIds = new java.util.concurrent.ConcurrentHashMap<>();
     /**
@@ -81,9 +91,17 @@ public final class FuseSession implements AutoCloseable {
 
     /**
      * @param device an open /dev/fuse whose mount is made (see {@link FuseMounter})
-     * @param threads how many requests may be served at once
+     * @param threads how many requests are served at once at first
      */
     public FuseSession(int device, FuseFileSystem fs, int threads, Timeouts timeouts) {
+        this(device, fs, threads, timeouts, Native.pageSize(), PipedReply.largestRead(Native.pageSize()));
+    }
+
+    /**
+     * As above, for a kernel of pages of {@code pageSize} bytes and READs of at most {@code largestRequest}
+     * through a pipe (a test stands for an arm64 kernel so, or for a small pipe).
+     */
+    FuseSession(int device, FuseFileSystem fs, int threads, Timeouts timeouts, int pageSize, int largestRequest) {
         this.device = device;
         this.fs = fs;
         this.timeouts = timeouts;
@@ -91,52 +109,112 @@ public final class FuseSession implements AutoCloseable {
         if (blockSize < 512 || Integer.bitCount(blockSize) != 1) {
             throw new IllegalArgumentException("block size must be a power of two of at least 512: " + blockSize);
         }
+        this.pageSize = pageSize;
+        this.largestRequest = largestRequest;
+        this.maxThreads = threads + MAX_BACKGROUND;
         for (int i = 0; i < threads; i++) {
-            Thread t = Thread.ofPlatform().name("fuse-" + i).daemon().unstarted(this::serve);
-            this.threads.add(t);
+            workers.add(new Worker(i));
         }
     }
 
     public void start() {
-        threads.forEach(Thread::start);
+        workers.forEach(w -> w.thread.start());
+    }
+
+    /**
+     * Waits for the kernel's INIT (sent as the mount is made) and returns what was agreed.
+     *
+     * @throws Negotiation.Refused when the kernel is one os2g cannot serve (the mount is then dead: remove it)
+     * @throws IllegalStateException when no INIT came in time
+     */
+    public Negotiation awaitInit() throws InterruptedException {
+        try {
+            return init.get(INIT_WAIT.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException("the kernel sent no FUSE INIT within " + INIT_WAIT.toSeconds() + " s");
+        }
     }
 
     /** Waits until every thread has seen the mount go away (ENODEV). */
     public void join() throws InterruptedException {
-        for (Thread t : threads) {
-            t.join();
+        for (Worker w : workers) {
+            w.thread.join();
         }
     }
 
     /** {@link #join}, for at most {@code timeout}; whether every thread ended. */
     public boolean join(java.time.Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        for (Thread t : threads) {
-            if (!t.join(java.time.Duration.ofNanos(Math.max(1, deadline - System.nanoTime())))) {
+        for (Worker w : workers) {
+            if (!w.thread.join(java.time.Duration.ofNanos(Math.max(1, deadline - System.nanoTime())))) {
                 return false;
             }
         }
         return true;
     }
 
-    private void serve() {
-        try (Arena arena = Arena.ofConfined(); PipedReply pipe = new PipedReply(device, this)) {
-            MemorySegment in = arena.allocate(BUFFER, 4096);
-            SmallReply reply = new SmallReply(device, arena);
-            while (true) {
-                long n = Native.read(device, in);
-                if (n < 0) {
-                    int errno = Native.errno();
-                    if (errno == FuseErrno.EINTR || errno == FuseErrno.ENOENT || errno == FuseErrno.EAGAIN) {
-                        continue; // ENOENT: the request was interrupted before we read it
+    /** One serving thread and what another thread needs to see of it (for INTERRUPT). */
+    private final class Worker {
+        final Thread thread;
+        /** The request it serves (0 while it reads /dev/fuse). */
+        volatile long serving;
+        volatile PipedReply pipe;
+
+        Worker(int index) {
+            this.thread = Thread.ofPlatform().name("fuse-" + index).daemon().unstarted(this::serve);
+        }
+
+        private void serve() {
+            try (Arena arena = Arena.ofConfined(); PipedReply reads = new PipedReply(device, FuseSession.this, pageSize)) {
+                pipe = reads;
+                MemorySegment in = arena.allocate(BUFFER, pageSize);
+                SmallReply reply = new SmallReply(device, arena);
+                while (true) {
+                    reading.incrementAndGet();
+                    long n = Native.read(device, in);
+                    if (reading.decrementAndGet() == 0 && n > 0) {
+                        grow();
                     }
-                    if (errno != FuseErrno.ENODEV) {
-                        LOG.error("reading /dev/fuse failed: errno {}", errno);
+                    if (n <= 0) {
+                        int errno = n == 0 ? FuseErrno.ENODEV : Native.errno(); // 0: a harness's peer hung up
+                        if (errno == FuseErrno.EINTR || errno == FuseErrno.ENOENT || errno == FuseErrno.EAGAIN) {
+                            continue; // ENOENT: the request was interrupted before we read it
+                        }
+                        if (errno != FuseErrno.ENODEV) {
+                            LOG.error("reading /dev/fuse failed: errno {}", errno);
+                        }
+                        return;
                     }
-                    return;
+                    try {
+                        dispatch(in, n, reply, reads, this);
+                    } finally {
+                        serving = 0;
+                    }
                 }
-                dispatch(in, reply, pipe);
             }
+        }
+    }
+
+    /** No thread is left reading requests: one more, while there may be more. */
+    private void grow() {
+        synchronized (workers) {
+            if (workers.size() >= maxThreads || closed()) {
+                return;
+            }
+            Worker w = new Worker(workers.size());
+            workers.add(w);
+            w.thread.start();
+            if (workers.size() == maxThreads) {
+                LOG.warn("all {} FUSE threads are busy (a slow store?): requests wait for one", maxThreads);
+            }
+        }
+    }
+
+    private boolean closed() {
+        synchronized (closeLock) {
+            return closed;
         }
     }
 
@@ -145,11 +223,17 @@ public final class FuseSession implements AutoCloseable {
      * written here): the JIT compiles what a workload calls, not the whole protocol, which matters for
      * a fresh mount's first READs.
      */
-    private void dispatch(MemorySegment in, SmallReply reply, PipedReply pipe) {
-        int opcode = in.get(INT, 4);
-        long unique = in.get(LONG, 8);
-        long node = in.get(LONG, 16);
-        MemorySegment body = in.asSlice(IN_HEADER);
+    private void dispatch(MemorySegment buffer, long n, SmallReply reply, PipedReply pipe, Worker worker) {
+        if (n < IN_HEADER || buffer.get(INT, 0) != n) {
+            malformed(buffer, n, reply);
+            return;
+        }
+        int opcode = buffer.get(INT, 4);
+        long unique = buffer.get(LONG, 8);
+        long node = buffer.get(LONG, 16);
+        pipe.start(unique); // before it is seen as served: an INTERRUPT then finds the pipe ready for it
+        worker.serving = unique;
+        MemorySegment body = buffer.asSlice(IN_HEADER, n - IN_HEADER);
         reply.start(unique);
         int errno = 0;
         try {
@@ -173,10 +257,11 @@ public final class FuseSession implements AutoCloseable {
                 case LISTXATTR -> listxattr(node, body, reply);
                 case SYMLINK, MKNOD, MKDIR, UNLINK, RMDIR, RENAME, LINK, SETXATTR, REMOVEXATTR, CREATE, FALLOCATE,
                      RENAME2, COPY_FILE_RANGE, TMPFILE -> errno = FuseErrno.EROFS;
-                case INTERRUPT -> {
-                    // no reply; a read in progress finishes within its deadline instead
-                }
+                case INTERRUPT -> errno = interrupt(body.get(LONG, 0));
                 case DESTROY -> destroy(reply);
+                case NOTIFY_REPLY -> {
+                    // no reply: os2g asks for no notify retrieval
+                }
                 default -> errno = FuseErrno.ENOSYS;
             }
         } catch (RuntimeException e) {
@@ -191,10 +276,50 @@ public final class FuseSession implements AutoCloseable {
         }
     }
 
+    /**
+     * A request too short for its header, or whose length is not what was read: a kernel never sends
+     * one (a harness does). Answered EIO where its number can be read.
+     */
+    private void malformed(MemorySegment buffer, long n, SmallReply reply) {
+        LOG.warn("malformed FUSE request: {} bytes read, {} in its header", n, n >= 4 ? buffer.get(INT, 0) : -1);
+        if (n >= 16) {
+            reply.start(buffer.get(LONG, 8));
+            reply.error(FuseErrno.EIO);
+        }
+    }
+
+    /**
+     * INTERRUPT of request {@code target}: a READ this session serves is cancelled (the file system
+     * gives up waiting and answers EINTR); a READ left to another holder is answered EINTR here. Any
+     * other request finishes as it would (no reply). A request not seen yet is one read but not
+     * registered: EAGAIN asks the kernel to send the INTERRUPT again.
+     */
+    private int interrupt(long target) {
+        for (Worker w : workers) {
+            if (w.serving == target) {
+                PipedReply p = w.pipe;
+                if (p != null) {
+                    p.interrupt(target);
+                }
+                return 0;
+            }
+        }
+        ForwardedRead forwarded = forwardedReads.remove(target);
+        if (forwarded != null) {
+            answerError(target, FuseErrno.EINTR);
+            return 0;
+        }
+        return FuseErrno.EAGAIN;
+    }
+
     private void read(long node, MemorySegment body, long unique, PipedReply pipe) {
-        pipe.start(unique);
+        int size = body.get(INT, 16);
+        if (size > Math.min(largestRequest, pipe.holds())) {
+            readThroughMemory(node, body.get(LONG, 0), body.get(LONG, 8), size, unique, pipe);
+            return;
+        }
         try {
-            fs.read(node, body.get(LONG, 0), body.get(LONG, 8), body.get(INT, 16), pipe);
+            fs.read(node, body.get(LONG, 0), body.get(LONG, 8), size, pipe);
             if (!pipe.forwarded()) {
                 if (!pipe.begun()) {
                     throw new IllegalStateException("read of node " + node + " gave no reply");
@@ -206,6 +331,35 @@ public final class FuseSession implements AutoCloseable {
                 pipe.discard();
             }
             throw e;
+        }
+    }
+
+    /**
+     * A READ larger than a reply pipe: asked of the file system a pipe's worth at a time into memory,
+     * answered whole with one write (never a short reply before the end of the file: the kernel would
+     * take it for the end).
+     */
+    private void readThroughMemory(long node, long handle, long offset, int size, long unique, PipedReply pipe) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(16L + size, 8);
+            MemoryReply reply = new MemoryReply(out.asSlice(16), pipe);
+            long done = 0;
+            while (done < size) {
+                int piece = (int) Math.min(Math.min(largestRequest, pipe.holds()), size - done);
+                reply.piece(done);
+                fs.read(node, handle, offset + done, piece, reply);
+                if (!reply.complete()) {
+                    throw new IllegalStateException("read of node " + node + " gave no whole reply");
+                }
+                done += reply.pieceLength();
+                if (reply.pieceLength() < piece) {
+                    break; // the end of the file
+                }
+            }
+            out.set(INT, 0, (int) (16 + done));
+            out.set(INT, 4, 0);
+            out.set(LONG, 8, unique);
+            LentDeviceReplies.reply(device, out.asSlice(0, 16 + done));
         }
     }
 
@@ -344,36 +498,19 @@ public final class FuseSession implements AutoCloseable {
     }
 
     private void init(MemorySegment in, SmallReply reply) {
-        reply.send(init(in, reply.body()));
-    }
-
-    private int init(MemorySegment in, MemorySegment o) {
-        int major = in.get(INT, 0);
-        int minor = in.get(INT, 4);
-        int readahead = in.get(INT, 8);
-        int kernelFlags = in.get(INT, 12);
-        int kernelFlags2 = (kernelFlags & FUSE_INIT_EXT) != 0 ? in.get(INT, 16) : 0;
-        if (major != 7 || minor < 31) {
-            throw new IllegalStateException("kernel FUSE protocol " + major + "." + minor + " is too old (7.31 or later)");
+        Negotiation.Answer answer;
+        try {
+            answer = Negotiation.answer(in, reply.body(), largestRequest, pageSize);
+        } catch (Negotiation.Refused refused) {
+            init.completeExceptionally(refused);
+            throw refused;
         }
-        o.set(INT, 0, 7);
-        o.set(INT, 4, Math.min(minor, PROTOCOL_MINOR));
-        o.set(INT, 8, Math.max(readahead, MAX_READAHEAD)); // the kernel grants at most its own
-        // ATOMIC_O_TRUNC: O_TRUNC comes with the open (a hint file's "replace"); AUTO_INVAL_DATA: a new
-        // mtime or size in fresh attributes drops the file's cached pages (a new object version)
-        o.set(INT, 12, kernelFlags & (FUSE_ASYNC_READ | FUSE_ATOMIC_O_TRUNC | FUSE_BIG_WRITES | FUSE_AUTO_INVAL_DATA
-                | FUSE_PARALLEL_DIROPS | FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO | FUSE_MAX_PAGES | FUSE_INIT_EXT));
-        o.set(SHORT, 16, (short) 64); // max_background
-        o.set(SHORT, 18, (short) 48); // congestion_threshold
-        o.set(INT, 20, largestRequest); // max_write
-        o.set(INT, 24, 1); // time_gran
-        o.set(SHORT, 28, (short) (largestRequest / 4096)); // max_pages: the largest READ too
-        if ((kernelFlags2 & FUSE_PASSTHROUGH_HIGH) != 0 && minor >= 40) {
-            o.set(INT, 32, FUSE_PASSTHROUGH_HIGH); // flags2
-            o.set(INT, 36, 1); // max_stack_depth: a backing file on a plain file system
-            passthrough = true;
+        reply.send(answer.length());
+        Negotiation agreed = answer.negotiation();
+        if (agreed != null) { // null: a newer major was told 7.x, and the kernel asks again
+            passthrough = agreed.passthrough();
+            init.complete(agreed);
         }
-        return 64;
     }
 
     /**
@@ -484,6 +621,17 @@ public final class FuseSession implements AutoCloseable {
     /** The mount's /dev/fuse descriptor, to lend to a process that answers READs ({@link DeviceHandoff}). */
     public int device() {
         return device;
+    }
+
+    /** READ {@code unique} is left to another holder of the descriptor (see {@link ReadReply#forward}). */
+    ForwardedRead forwarded(long unique) {
+        ForwardedRead read = new ForwardedRead(this, unique);
+        forwardedReads.put(unique, read);
+        return read;
+    }
+
+    void forwardedAnswered(long unique) {
+        forwardedReads.remove(unique);
     }
 
     /** Answers a forwarded request with an error, unless the session is closed (its number may be reused). */

@@ -46,7 +46,7 @@ public final class LentDeviceReplies implements AutoCloseable {
         }
         PipedReply reply = pipes.poll();
         if (reply == null) {
-            reply = new PipedReply(device, null);
+            reply = new PipedReply(device, null, Native.pageSize());
         }
         boolean sent;
         try {
@@ -97,6 +97,11 @@ public final class LentDeviceReplies implements AutoCloseable {
             header.set(ValueLayout.JAVA_LONG, 8, unique);
             return written(Native.write(device, header), "an error reply");
         }
+    }
+
+    /** Writes a whole reply, its out header included, in one write. */
+    static boolean reply(int device, MemorySegment whole) {
+        return written(Native.write(device, whole), "a reply");
     }
 
     private static boolean written(long n, String what) {

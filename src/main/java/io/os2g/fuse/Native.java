@@ -13,6 +13,10 @@ import java.lang.invoke.VarHandle;
 /**
  * The libc calls the FUSE device needs, through FFM, each with the errno of the call captured (a
  * later JVM-internal call may overwrite the thread's errno before Java could read it).
+ *
+ * <p>Architectures: the constants here are the asm-generic ones, which x86-64 and arm64 share; the
+ * socket structs are laid out from the platform's C types ({@link Linker#canonicalLayouts}), and the
+ * page size is the running kernel's (4 KiB, or 16/64 KiB on many arm64 kernels).
  */
 final class Native {
 
@@ -20,6 +24,25 @@ final class Native {
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     private static final ThreadLocal<MemorySegment> STATE = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CALL_STATE));
+
+    /** size_t: 8 bytes on every platform os2g runs on (LP64); the iovecs of the replies assume it too. */
+    private static final MemoryLayout SIZE_T = lp64(LINKER.canonicalLayouts().get("size_t"));
+    private static final MemoryLayout INT = LINKER.canonicalLayouts().get("int");
+    /** struct iovec. */
+    private static final StructLayout IOVEC = MemoryLayout.structLayout(
+            ValueLayout.ADDRESS.withName("iov_base"), SIZE_T.withName("iov_len"));
+    /** struct msghdr (glibc): the padding after the ints is the C compiler's. */
+    private static final StructLayout MSGHDR = MemoryLayout.structLayout(
+            ValueLayout.ADDRESS.withName("msg_name"), INT.withName("msg_namelen"),
+            MemoryLayout.paddingLayout(ValueLayout.ADDRESS.byteSize() - INT.byteSize()),
+            ValueLayout.ADDRESS.withName("msg_iov"), SIZE_T.withName("msg_iovlen"),
+            ValueLayout.ADDRESS.withName("msg_control"), SIZE_T.withName("msg_controllen"),
+            INT.withName("msg_flags"), MemoryLayout.paddingLayout(ValueLayout.ADDRESS.byteSize() - INT.byteSize()));
+    /** struct cmsghdr and one descriptor after it: CMSG_SPACE(sizeof(int)) bytes, CMSG_LEN of them in use. */
+    private static final StructLayout CMSG_FD = MemoryLayout.structLayout(
+            SIZE_T.withName("cmsg_len"), INT.withName("cmsg_level"), INT.withName("cmsg_type"),
+            INT.withName("fd"), MemoryLayout.paddingLayout(SIZE_T.byteSize() - INT.byteSize()));
+    static final long CMSG_FD_LEN = CMSG_FD.byteOffset(MemoryLayout.PathElement.groupElement("fd")) + INT.byteSize();
 
     static final int O_RDWR = 2;
     static final int O_CLOEXEC = 0x80000;
@@ -67,6 +90,9 @@ final class Native {
             ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle WRITE = handle("write", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
             ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+    private static final MethodHandle GETPAGESIZE = handle("getpagesize", FunctionDescriptor.of(ValueLayout.JAVA_INT));
+    private static final MethodHandle PREAD = handle("pread", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
     private static final MethodHandle SPLICE = handle("splice", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
             ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
             ValueLayout.JAVA_INT));
@@ -74,11 +100,27 @@ final class Native {
     private Native() {
     }
 
+    private static MemoryLayout lp64(MemoryLayout sizeT) {
+        if (sizeT.byteSize() != 8 || ValueLayout.ADDRESS.byteSize() != 8) {
+            throw new UnsupportedOperationException("os2g runs on 64-bit Linux (x86-64, arm64) only");
+        }
+        return sizeT;
+    }
+
     private static MethodHandle handle(String name, FunctionDescriptor descriptor, Linker.Option... options) {
         Linker.Option[] all = java.util.Arrays.copyOf(options, options.length + 1);
         all[options.length] = Linker.Option.captureCallState("errno");
         MethodHandle h = LINKER.downcallHandle(LINKER.defaultLookup().find(name).orElseThrow(), descriptor, all);
         return h;
+    }
+
+    /** The running kernel's page size, in bytes. */
+    static int pageSize() {
+        try {
+            return (int) GETPAGESIZE.invokeExact(STATE.get());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
     }
 
     /** errno of this thread's last call through this class. */
@@ -171,6 +213,15 @@ final class Native {
         }
     }
 
+    /** pread(2) into {@code buffer}: the bytes read, 0 at the end of the file, -1 on failure. */
+    static long pread(int fd, MemorySegment buffer, long offset) {
+        try {
+            return (long) PREAD.invokeExact(STATE.get(), fd, buffer, buffer.byteSize(), offset);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     /** splice(2) from {@code in} at {@code *offset} (advanced), or from a pipe when offset is NULL. */
     static long splice(int in, MemorySegment offset, int out, long length, int flags) {
         try {
@@ -206,15 +257,15 @@ final class Native {
     static int receiveDescriptor(int fd, int flags) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment data = arena.allocate(1);
-            MemorySegment control = arena.allocate(24, 8); // CMSG_SPACE(sizeof(int))
+            MemorySegment control = arena.allocate(CMSG_FD);
             MemorySegment msg = message(arena, MemorySegment.NULL, 0, data, control);
             long n;
             do {
                 n = (long) RECVMSG.invokeExact(STATE.get(), fd, msg, flags | MSG_CMSG_CLOEXEC);
             } while (n < 0 && errno() == FuseErrno.EINTR);
-            boolean rights = n > 0 && msg.get(ValueLayout.JAVA_LONG, 40) >= 20
-                    && control.get(ValueLayout.JAVA_INT, 8) == SOL_SOCKET && control.get(ValueLayout.JAVA_INT, 12) == SCM_RIGHTS;
-            return rights ? control.get(ValueLayout.JAVA_INT, 16) : -1;
+            boolean rights = n > 0 && size(msg, MSGHDR, "msg_controllen") >= CMSG_FD_LEN
+                    && get(control, CMSG_FD, "cmsg_level") == SOL_SOCKET && get(control, CMSG_FD, "cmsg_type") == SCM_RIGHTS;
+            return rights ? get(control, CMSG_FD, "fd") : -1;
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -249,11 +300,11 @@ final class Native {
             }
             try {
                 MemorySegment address = unixAddress(arena, path);
-                MemorySegment control = arena.allocate(24, 8);
-                control.set(ValueLayout.JAVA_LONG, 0, 20); // CMSG_LEN(sizeof(int))
-                control.set(ValueLayout.JAVA_INT, 8, SOL_SOCKET);
-                control.set(ValueLayout.JAVA_INT, 12, SCM_RIGHTS);
-                control.set(ValueLayout.JAVA_INT, 16, passed);
+                MemorySegment control = arena.allocate(CMSG_FD);
+                setSize(control, CMSG_FD, "cmsg_len", CMSG_FD_LEN);
+                set(control, CMSG_FD, "cmsg_level", SOL_SOCKET);
+                set(control, CMSG_FD, "cmsg_type", SCM_RIGHTS);
+                set(control, CMSG_FD, "fd", passed);
                 MemorySegment msg = message(arena, address, (int) address.byteSize(), arena.allocate(1), control);
                 long n;
                 do {
@@ -271,18 +322,44 @@ final class Native {
     }
 
     /** struct msghdr with one iovec over {@code data} and the ancillary buffer {@code control}. */
-    private static MemorySegment message(Arena arena, MemorySegment name, int nameLength, MemorySegment data, MemorySegment control) {
-        MemorySegment iov = arena.allocate(16, 8);
-        iov.set(ValueLayout.ADDRESS, 0, data);
-        iov.set(ValueLayout.JAVA_LONG, 8, data.byteSize());
-        MemorySegment msg = arena.allocate(56, 8);
-        msg.set(ValueLayout.ADDRESS, 0, name);
-        msg.set(ValueLayout.JAVA_INT, 8, nameLength);
-        msg.set(ValueLayout.ADDRESS, 16, iov);
-        msg.set(ValueLayout.JAVA_LONG, 24, 1);
-        msg.set(ValueLayout.ADDRESS, 32, control);
-        msg.set(ValueLayout.JAVA_LONG, 40, control.byteSize());
+    static MemorySegment message(Arena arena, MemorySegment name, int nameLength, MemorySegment data, MemorySegment control) {
+        MemorySegment iov = arena.allocate(IOVEC);
+        iov.set(ValueLayout.ADDRESS, offset(IOVEC, "iov_base"), data);
+        setSize(iov, IOVEC, "iov_len", data.byteSize());
+        MemorySegment msg = arena.allocate(MSGHDR);
+        msg.set(ValueLayout.ADDRESS, offset(MSGHDR, "msg_name"), name);
+        set(msg, MSGHDR, "msg_namelen", nameLength);
+        msg.set(ValueLayout.ADDRESS, offset(MSGHDR, "msg_iov"), iov);
+        setSize(msg, MSGHDR, "msg_iovlen", 1);
+        msg.set(ValueLayout.ADDRESS, offset(MSGHDR, "msg_control"), control);
+        setSize(msg, MSGHDR, "msg_controllen", control.byteSize());
         return msg;
+    }
+
+    private static long offset(StructLayout layout, String field) {
+        return layout.byteOffset(MemoryLayout.PathElement.groupElement(field));
+    }
+
+    private static int get(MemorySegment s, StructLayout layout, String field) {
+        return s.get(ValueLayout.JAVA_INT, offset(layout, field));
+    }
+
+    private static void set(MemorySegment s, StructLayout layout, String field, int value) {
+        s.set(ValueLayout.JAVA_INT, offset(layout, field), value);
+    }
+
+    /** A size_t field (8 bytes: os2g runs on LP64 Linux, x86-64 and arm64; see {@link #SIZE_T}). */
+    static long size(MemorySegment s, StructLayout layout, String field) {
+        return s.get(ValueLayout.JAVA_LONG, offset(layout, field));
+    }
+
+    static void setSize(MemorySegment s, StructLayout layout, String field, long value) {
+        s.set(ValueLayout.JAVA_LONG, offset(layout, field), value);
+    }
+
+    /** The struct layouts this class builds, for a test to check against the C ABI's sizes. */
+    static StructLayout[] socketStructs() {
+        return new StructLayout[] {IOVEC, MSGHDR, CMSG_FD};
     }
 
     /** struct sockaddr_un for {@code path}, sized to the path (sun_family, then the NUL-ended path). */

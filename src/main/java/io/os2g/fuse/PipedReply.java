@@ -16,7 +16,6 @@ final class PipedReply implements ReadReply, AutoCloseable {
 
     private static final int F_SETPIPE_SZ = 1031;
     private static final int F_GETPIPE_SZ = 1032;
-    private static final int PAGE = 4096;
     private static final int LARGEST_READ = 1 << 20;
     private static final int HEADER = 16;
 
@@ -31,29 +30,50 @@ final class PipedReply implements ReadReply, AutoCloseable {
     private long expected;
     private long appended;
     private boolean forwarded;
+    /** The kernel interrupted this READ; what runs when it does (guarded by this). */
+    private boolean interrupted;
+    private Runnable onInterrupt;
     /** What waits for this pipe to refer to no file page (see {@link #whenDone}). */
     private final List<Runnable> whenDone = new ArrayList<>(2);
 
-    PipedReply(int device, FuseSession session) {
+    private final int pageSize;
+    /** The largest read this pipe holds (pipes may be smaller than asked for: per-user limits). */
+    private int holds;
+
+    PipedReply(int device, FuseSession session, int pageSize) {
         this.device = device;
         this.session = session;
+        this.pageSize = pageSize;
         this.pipe = open();
+        this.holds = largestRead(Native.fcntl(pipe[0], F_GETPIPE_SZ, 0), pageSize);
+    }
+
+    /** The largest READ whose reply this pipe holds; a larger one is to be answered from memory. */
+    int holds() {
+        return holds;
     }
 
     /**
-     * The largest read a reply pipe holds with its header: 1 MiB where pipes may grow to 2 MiB
-     * (CAP_SYS_RESOURCE or a raised /proc/sys/fs/pipe-max-size), else 512 KiB in the default 1 MiB.
+     * The largest read a reply pipe holds with its header, for pages of {@code pageSize}: 1 MiB where
+     * pipes may grow to 2 MiB (CAP_SYS_RESOURCE or a raised /proc/sys/fs/pipe-max-size), else 512 KiB
+     * in the default 1 MiB.
      */
-    static int largestRead() {
+    static int largestRead(int pageSize) {
         int[] probe = open();
         try {
-            int capacity = Native.fcntl(probe[0], F_GETPIPE_SZ, 0);
-            // a splice that does not start on a page boundary takes one slot more, the header one
-            return Math.min(LARGEST_READ, Integer.highestOneBit(capacity - 2 * PAGE));
+            return largestRead(Native.fcntl(probe[0], F_GETPIPE_SZ, 0), pageSize);
         } finally {
             Native.close(probe[0]);
             Native.close(probe[1]);
         }
+    }
+
+    /**
+     * The largest read a pipe of {@code capacity} bytes holds: a pipe has capacity / page slots, a page
+     * each; the header takes one, and a splice that does not start on a page boundary one more.
+     */
+    static int largestRead(int capacity, int pageSize) {
+        return Math.max(pageSize, Math.min(LARGEST_READ, Integer.highestOneBit(capacity - 2 * pageSize)));
     }
 
     private static int[] open() {
@@ -69,10 +89,45 @@ final class PipedReply implements ReadReply, AutoCloseable {
 
     void start(long requestUnique) {
         done(); // a caller that registered after the last send or discard
-        unique = requestUnique;
+        synchronized (this) {
+            unique = requestUnique;
+            interrupted = false;
+            onInterrupt = null;
+        }
         expected = -1;
         appended = 0;
         forwarded = false;
+    }
+
+    @Override
+    public void whenInterrupted(Runnable action) {
+        synchronized (this) {
+            if (!interrupted) {
+                onInterrupt = action;
+                return;
+            }
+        }
+        action.run();
+    }
+
+    /**
+     * The kernel interrupted READ {@code requestUnique}: runs what waits for that, if this pipe serves
+     * it; whether it does.
+     */
+    boolean interrupt(long requestUnique) {
+        Runnable action;
+        synchronized (this) {
+            if (requestUnique != unique) {
+                return false;
+            }
+            interrupted = true;
+            action = onInterrupt;
+            onInterrupt = null;
+        }
+        if (action != null) {
+            action.run();
+        }
+        return true;
     }
 
     @Override
@@ -81,7 +136,7 @@ final class PipedReply implements ReadReply, AutoCloseable {
             throw new IllegalStateException(session == null ? "a forwarded reply cannot be forwarded again" : "forward() after begin()");
         }
         forwarded = true;
-        return new ForwardedRead(session, unique);
+        return session.forwarded(unique);
     }
 
     /** Whether another holder of the descriptor answers this READ. */
@@ -93,6 +148,11 @@ final class PipedReply implements ReadReply, AutoCloseable {
     public void begin(int length) {
         if (expected >= 0 || forwarded) {
             throw new IllegalStateException("begin() twice in one reply, or after forward()");
+        }
+        if (length > holds) {
+            // it would fill the pipe and wait for ever for a reader: the session answers such READs from
+            // memory; another holder of the descriptor (a smaller pipe than the session's) fails it
+            throw new ReplyFailed("a reply of " + length + " bytes in a pipe that holds " + holds, 0);
         }
         header.set(ValueLayout.JAVA_INT_UNALIGNED, 0, HEADER + length);
         header.set(ValueLayout.JAVA_INT_UNALIGNED, 4, 0);
@@ -217,6 +277,7 @@ final class PipedReply implements ReadReply, AutoCloseable {
         Native.close(pipe[0]);
         Native.close(pipe[1]);
         pipe = open();
+        holds = largestRead(Native.fcntl(pipe[0], F_GETPIPE_SZ, 0), pageSize);
         expected = -1;
         done();
     }

@@ -45,7 +45,15 @@ public interface ReadReply {
      * Leaves this READ to be answered by another holder of this mount's /dev/fuse descriptor (another
      * process lent it: {@link DeviceHandoff}, {@link LentDeviceReplies}), instead of {@link #begin}. The kernel
      * matches a reply to its request by {@link ForwardedRead#unique} on the open file the request was read
-     * from, so the holder must have that same open file.
+     * from, so the holder must have that same open file. Null when this READ must be answered here (one
+     * larger than a reply pipe, assembled in memory): then {@link #begin} as usual.
      */
     ForwardedRead forward();
+
+    /**
+     * Runs {@code action} (once, on another thread) if the kernel interrupts this READ (its reader got a
+     * signal) before it is answered: whatever the read waits for should then give up, and the read fail
+     * with EINTR. Runs it at once if that happened already. A later call replaces the action.
+     */
+    void whenInterrupted(Runnable action);
 }

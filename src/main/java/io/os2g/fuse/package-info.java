@@ -4,13 +4,16 @@
  *
  * <p>{@link io.os2g.fuse.FuseMounter} opens {@code /dev/fuse} and mounts (mount(2) as root,
  * {@code fusermount3} otherwise). {@link io.os2g.fuse.FuseSession} then serves the mount: its threads
- * read one request each, negotiate INIT, call the {@link io.os2g.fuse.FuseFileSystem} (nodes by number,
+ * read one request each, negotiate INIT by protocol minor and page size ({@link io.os2g.fuse.Negotiation}),
+ * call the {@link io.os2g.fuse.FuseFileSystem} (nodes by number,
  * small reply values) and write the reply; a failure is a {@link io.os2g.fuse.FuseException}, or the
  * file system's own exception mapped once by {@link io.os2g.fuse.FuseFileSystem#errnoOf}. Metadata
  * replies are small and copied ({@code SmallReply}); a READ's reply is built in a pipe
  * ({@code PipedReply}, behind {@link io.os2g.fuse.ReadReply}) from memory or by splice from a file's
  * pages, so that the kernel copies file bytes once, into the reader's page cache; an open may instead
- * name a backing file that the kernel reads itself (passthrough).
+ * name a backing file that the kernel reads itself (passthrough). A READ the kernel interrupts is
+ * answered EINTR ({@link io.os2g.fuse.ReadReply#whenInterrupted}); one larger than a pipe holds is
+ * assembled in memory ({@code MemoryReply}).
  *
  * <p>A session may also leave a READ to another process that holds the same open {@code /dev/fuse}
  * ({@link io.os2g.fuse.ReadReply#forward}, {@link io.os2g.fuse.ForwardedRead}): the descriptor is lent

@@ -1,7 +1,9 @@
 package io.os2g.host;
 
+import io.os2g.fuse.FuseFileSystem;
 import io.os2g.fuse.FuseMounter;
 import io.os2g.fuse.FuseSession;
+import io.os2g.fuse.Negotiation;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -80,17 +82,39 @@ public final class FuseMount {
         Duration forever = Duration.ofDays(365);
         FuseSession.Timeouts timeouts = new FuseSession.Timeouts(entry != null ? entry : forever,
                 attributes != null ? attributes : forever, negative != null ? negative : Duration.ZERO);
+        int device;
         try {
             uid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).intValue();
             int gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).intValue();
-            int device = FuseMounter.mount(mountPoint, source, subtype, String.join(",", kernel), uid, gid);
-            session = new FuseSession(device, fs, THREADS, timeouts);
-            beforeServing.accept(device);
-            session.start();
+            device = FuseMounter.mount(mountPoint, source, subtype, String.join(",", kernel), uid, gid);
         } catch (IOException | RuntimeException e) {
             throw new MountException("mount at " + mountPoint + " failed: " + e.getMessage(), e);
         }
+        serve(device, fs, timeouts, beforeServing);
         raiseKernelReadahead();
+    }
+
+    /**
+     * Serves the mount's {@code device} and waits for INIT; a kernel the session refused leaves a dead
+     * mount, removed here at once.
+     */
+    void serve(int device, FuseFileSystem fs, FuseSession.Timeouts timeouts, java.util.function.IntConsumer beforeServing) {
+        try {
+            session = new FuseSession(device, fs, THREADS, timeouts);
+            beforeServing.accept(device);
+            session.start();
+            Negotiation agreed = session.awaitInit();
+            LOG.info("{}: {}", mountPoint, agreed.describe());
+        } catch (InterruptedException | RuntimeException e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            if (session == null && MountTable.isMountPoint(mountPoint)) {
+                FuseMounter.unmount(mountPoint, uid);
+            }
+            unmount();
+            throw new MountException("mount at " + mountPoint + " failed: " + e.getMessage(), e);
+        }
     }
 
     private static Duration seconds(String option, String value) {

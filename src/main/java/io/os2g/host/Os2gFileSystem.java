@@ -250,8 +250,9 @@ public final class Os2gFileSystem implements FuseFileSystem {
             reply.copy(buffer.asSlice(0, bytes.length));
             return;
         }
-        if (link.agentReplies()) {
-            replyInAgent(handle, offset, size, reply.forward());
+        ForwardedRead forwarded = link.agentReplies() ? reply.forward() : null;
+        if (forwarded != null) {
+            replyInAgent(handle, offset, size, forwarded);
             return;
         }
         int length = (int) Math.max(0, Math.min(size, handle.file().size() - offset));
@@ -259,7 +260,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
         try {
             reply.begin(length);
             try {
-                int n = reader.read(handle, StagedReader.reply(reply), size, offset);
+                int n = reader.read(handle, StagedReader.reply(reply), size, offset, reply);
                 metrics.spliced(n);
                 return;
             } catch (StagedReader.TargetRefused refused) {
@@ -267,7 +268,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
                 reply.begin(length);
             }
             MemorySegment buffer = copyBuffers.get();
-            int n = reader.read(handle, StagedReader.memory(buffer), Math.min(size, buffer.byteSize()), offset);
+            int n = reader.read(handle, StagedReader.memory(buffer), Math.min(size, buffer.byteSize()), offset, reply);
             reply.copy(buffer.asSlice(0, n));
         } catch (RuntimeException e) {
             throw failure("read", handle.file().key(), e);
@@ -286,6 +287,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
         link.replyInAgent(new ReadRequest(handle.agentHandle(), offset, size), forwarded.unique(), (replied, failure) -> {
             metrics.inFlight(-1);
             if (failure == null) {
+                forwarded.answered();
                 metrics.served(replied.bytes());
                 metrics.spliced(replied.bytes());
                 metrics.answeredByAgent(replied.bytes());
@@ -459,7 +461,8 @@ public final class Os2gFileSystem implements FuseFileSystem {
     private RuntimeException failure(String op, String path, RuntimeException e) {
         int errno = errnoOf(e);
         if (errno > 0) {
-            if (errno != Errno.ENOENT && errno != Errno.ENODATA) {
+            // ENOENT and ENODATA are answers; EINTR is the reader's own signal
+            if (errno != Errno.ENOENT && errno != Errno.ENODATA && errno != Errno.EINTR) {
                 metrics.error(errno);
                 warnings.warn(op + " " + errno, "{} {}: {}", op, path, e.getMessage());
             }

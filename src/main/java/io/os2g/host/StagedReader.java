@@ -97,9 +97,10 @@ final class StagedReader {
     /**
      * Hands up to {@code size} bytes from {@code offset} to {@code target}; returns the count.
      *
+     * @param request the READ being answered: its interruption ends a wait for the agent with EINTR
      * @throws TargetRefused when the target could not take a chunk's bytes (nothing is counted as served)
      */
-    int read(OpenHandle handle, Target target, long size, long offset) {
+    int read(OpenHandle handle, Target target, long size, long offset, ReadReply request) {
         Node.File file = handle.file();
         long end = Math.min(file.size(), offset + size);
         long position = offset;
@@ -111,7 +112,7 @@ final class StagedReader {
             // waiting for a chunk while holding the pins of the ones before could wait for ever in a region
             // they fill: such a read is refused, and done again chunk by chunk into memory
             boolean mayWait = position == offset || !target.holdsPins();
-            StagedChunk staged = pin(staging, handle, new ChunkKey(file.inode(), chunk), position, end, mayWait);
+            StagedChunk staged = pin(staging, handle, new ChunkKey(file.inode(), chunk), position, end, mayWait, request);
             if (staged == null) {
                 throw new TargetRefused();
             }
@@ -147,7 +148,7 @@ final class StagedReader {
         List<StagedChunk> pinned = new ArrayList<>();
         try {
             for (long position = 0; position < file.size(); position = layout.start(layout.index(position) + 1)) {
-                pinned.add(pin(staging, handle, new ChunkKey(file.inode(), layout.index(position)), position, file.size(), true));
+                pinned.add(pin(staging, handle, new ChunkKey(file.inode(), layout.index(position)), position, file.size(), true, null));
             }
             return new ExtentLease(staging, pinned, file.size(), file.etag());
         } catch (RuntimeException e) {
@@ -165,7 +166,8 @@ final class StagedReader {
     }
 
     /** The chunk pinned, staged first if need be; null, where {@code mayWait} is false, when it is not staged now. */
-    private StagedChunk pin(StagingView staging, OpenHandle handle, ChunkKey key, long position, long end, boolean mayWait) {
+    private StagedChunk pin(StagingView staging, OpenHandle handle, ChunkKey key, long position, long end, boolean mayWait,
+                            ReadReply request) {
         String etag = handle.file().etag();
         boolean entered = handle.enter(key.index());
         StagedChunk staged = staging.acquire(key, etag);
@@ -181,7 +183,7 @@ final class StagedReader {
         }
         metrics.miss();
         for (int attempt = 0; attempt < MAX_RESTAGE; attempt++) {
-            await(link.read(new ReadRequest(handle.agentHandle(), position, end - position)), handle);
+            await(link.read(new ReadRequest(handle.agentHandle(), position, end - position)), handle, request);
             staged = staging.acquire(key, etag);
             if (staged != null) {
                 return staged;
@@ -191,9 +193,17 @@ final class StagedReader {
                 + " times (staging region too small for the readers?): key=" + handle.file().key() + ", chunk=" + key.index(), null);
     }
 
-    private void await(CompletableFuture<Void> staged, OpenHandle handle) {
+    private void await(CompletableFuture<Void> staged, OpenHandle handle, ReadReply request) {
+        CompletableFuture<Void> waited = staged;
+        if (request != null) {
+            // the fetch goes on for whoever else waits for the chunk; only this wait ends
+            CompletableFuture<Void> mine = staged.copy();
+            request.whenInterrupted(() -> mine.completeExceptionally(
+                    new ReadException(Errno.EINTR, "read of " + handle.file().key() + " interrupted", null)));
+            waited = mine;
+        }
         try {
-            staged.get(deadlineNanos, TimeUnit.NANOSECONDS);
+            waited.get(deadlineNanos, TimeUnit.NANOSECONDS);
         } catch (ExecutionException e) {
             if (e.getCause() instanceof ErrnoException errno) {
                 throw errno;

@@ -16,7 +16,7 @@ class PipedReplyTest {
     @Test
     void whatWaitsForAReplyRunsWhenItIsDroppedOnceEachEvenIfOneThrows() {
         List<String> ran = new ArrayList<>();
-        try (PipedReply reply = new PipedReply(-1, null)) {
+        try (PipedReply reply = new PipedReply(-1, null, 4096)) {
             reply.start(1);
             reply.whenDone(() -> ran.add("no reply begun: at once"));
             assertEquals(List.of("no reply begun: at once"), ran);
