@@ -29,8 +29,11 @@ import java.util.concurrent.TimeoutException;
  */
 final class StagedReader {
 
-    /** A chunk evicted between staging and pinning is asked for again this many times, then EIO. */
-    private static final int MAX_RESTAGE = 3;
+    /**
+     * A chunk evicted between staging and pinning (a region too small for its readers) is asked for
+     * again, after a pause that grows to this, until the read deadline: readers wait their turn.
+     */
+    private static final long MAX_RESTAGE_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
     private final AgentLink link;
     private final ChunkLayout layout;
@@ -182,18 +185,24 @@ final class StagedReader {
             return null;
         }
         metrics.miss();
-        for (int attempt = 0; attempt < MAX_RESTAGE; attempt++) {
-            await(link.read(new ReadRequest(handle.agentHandle(), position, end - position)), handle, request);
+        long deadline = System.nanoTime() + deadlineNanos;
+        for (long pause = TimeUnit.MILLISECONDS.toNanos(1); ; pause = Math.min(2 * pause, MAX_RESTAGE_PAUSE_NANOS)) {
+            await(link.read(new ReadRequest(handle.agentHandle(), position, end - position)), handle, request,
+                    Math.max(1, deadline - System.nanoTime()));
             staged = staging.acquire(key, etag);
             if (staged != null) {
                 return staged;
             }
+            if (System.nanoTime() + pause - deadline > 0) {
+                throw new ReadException(Errno.EIO, "chunk evicted before it could be read, again and again for "
+                        + TimeUnit.NANOSECONDS.toMillis(deadlineNanos) + " ms (staging region too small for the readers?): key="
+                        + handle.file().key() + ", chunk=" + key.index(), null);
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(pause + java.util.concurrent.ThreadLocalRandom.current().nextLong(pause));
         }
-        throw new ReadException(Errno.EIO, "chunk evicted before it could be read " + MAX_RESTAGE
-                + " times (staging region too small for the readers?): key=" + handle.file().key() + ", chunk=" + key.index(), null);
     }
 
-    private void await(CompletableFuture<Void> staged, OpenHandle handle, ReadReply request) {
+    private void await(CompletableFuture<Void> staged, OpenHandle handle, ReadReply request, long timeoutNanos) {
         CompletableFuture<Void> waited = staged;
         if (request != null) {
             // the fetch goes on for whoever else waits for the chunk; only this wait ends
@@ -203,7 +212,7 @@ final class StagedReader {
             waited = mine;
         }
         try {
-            waited.get(deadlineNanos, TimeUnit.NANOSECONDS);
+            waited.get(timeoutNanos, TimeUnit.NANOSECONDS);
         } catch (ExecutionException e) {
             if (e.getCause() instanceof ErrnoException errno) {
                 throw errno;
