@@ -49,7 +49,7 @@ class FstabOptionsTest {
     void aFlagGivenAValueOrAnOptionWithoutOneIsRefusedClearly() {
         assertEquals("-o decompress takes no value: decompress=yes",
                 assertThrows(UsageError.class, () -> expand("mount", "b", "/m", "-o", "decompress=yes")).getMessage());
-        assertEquals("-o staging_size needs a value (staging_size=SIZE)",
+        assertEquals("-o staging_size needs a value (staging_size=SIZE|auto)",
                 assertThrows(UsageError.class, () -> expand("mount", "b", "/m", "-o", "staging_size")).getMessage());
         assertEquals(Os2g.USAGE, Os2g.run("mount", "b", tmp.toString(), "-o", "endpoint="));
     }
