@@ -35,15 +35,16 @@ class PackageRulesTest {
             Map.entry("codec", Set.of("")),
             Map.entry("metrics", Set.of("")),
             Map.entry("staging", Set.of("")),
+            Map.entry("diskcache", Set.of("")),
             Map.entry("store", Set.of("")),
             Map.entry("namespace", Set.of("", "store")),
-            Map.entry("agent", Set.of("", "namespace", "staging", "store", "codec")),
+            Map.entry("agent", Set.of("", "namespace", "staging", "store", "codec", "diskcache")),
             Map.entry("link", Set.of("", "agent", "namespace", "staging", "store")),
             Map.entry("agentreplies", Set.of("", "fuse", "link", "agent", "namespace", "staging")),
             Map.entry("host", Set.of("", "fuse", "link", "namespace", "staging", "metrics")),
             Map.entry("runtime", Set.of("", "fuse", "host", "link", "agentreplies", "agent", "namespace", "staging", "store",
-                    "codec", "metrics")),
-            Map.entry("cli", Set.of("", "runtime", "host", "agent", "staging", "store", "codec", "metrics", "s3server")));
+                    "codec", "metrics", "diskcache")),
+            Map.entry("cli", Set.of("", "runtime", "host", "agent", "staging", "store", "codec", "metrics", "s3server", "diskcache")));
 
     @Test
     void everyPackageNamesOnlyWhatItsArrowsAllow() throws IOException {

@@ -1,6 +1,7 @@
 package io.os2g.agent;
 
 import io.os2g.Errno;
+import io.os2g.diskcache.DiskCache;
 import io.os2g.namespace.Directory;
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
@@ -29,6 +30,7 @@ public final class Agent implements AutoCloseable {
     private final HintedPrefetcher hints;
     private final HintedPrefetcher warm;
     private final Namespace namespace;
+    private final DiskCache cache;
     private final ConcurrentHashMap<Long, OpenFile> handles = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
 
@@ -40,9 +42,18 @@ public final class Agent implements AutoCloseable {
      *     listings only)
      */
     public Agent(ObjectStore store, ExtentIndex index, AgentConfig config, Namespace namespace) {
+        this(store, index, config, namespace, null, null);
+    }
+
+    /**
+     * @param cache the disk tier below staging (null for none), shared with other agents and processes
+     * @param cacheScope the store and bucket the cache's keys name (endpoint and bucket)
+     */
+    public Agent(ObjectStore store, ExtentIndex index, AgentConfig config, Namespace namespace, DiskCache cache, String cacheScope) {
         this.config = config;
         this.layout = new ChunkLayout(config.chunkSize());
-        this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight());
+        this.cache = cache;
+        this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight(), cache, cacheScope);
         this.prefetcher = new DirectoryPrefetcher(namespace, fetcher, placements(store),
                 index, config.chunkSize(), config.directoryPrefetch());
         // half the region ahead of the readers: the other half stays for their misses and for readahead
@@ -168,6 +179,16 @@ public final class Agent implements AutoCloseable {
         if (open != null) {
             hints.onRelease(open.file());
         }
+    }
+
+    /** The disk tier below staging, or null. */
+    public DiskCache diskCache() {
+        return cache;
+    }
+
+    /** Chunks staged from the disk cache rather than the store. */
+    public long chunksFromDisk() {
+        return fetcher.chunksFromDisk();
     }
 
     public long fetchedChunks() {

@@ -8,6 +8,10 @@ import io.os2g.staging.ChunkKey;
 import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
 import io.os2g.staging.Reservation;
+import io.os2g.diskcache.BlockKey;
+import io.os2g.diskcache.DiskCache;
+import io.os2g.staging.StagedChunk;
+import io.os2g.staging.StagingView;
 import io.os2g.store.ObjectStore;
 import io.os2g.store.StoreException;
 import java.time.Duration;
@@ -57,11 +61,18 @@ final class ChunkFetcher implements AutoCloseable {
             .maximumSize(4096)
             .build();
 
-    ChunkFetcher(ObjectStore store, ExtentIndex index, ChunkLayout layout, int maxInFlight) {
+    /** The disk tier below staging, or null; and the store and bucket its keys name. */
+    private final DiskCache cache;
+    private final String cacheScope;
+    private final LongAdder fromDisk = new LongAdder();
+
+    ChunkFetcher(ObjectStore store, ExtentIndex index, ChunkLayout layout, int maxInFlight, DiskCache cache, String cacheScope) {
         this.store = store;
         this.index = index;
         this.layout = layout;
         this.slots = new Semaphore(maxInFlight);
+        this.cache = cache;
+        this.cacheScope = cacheScope;
     }
 
     /** Completes when chunk {@code chunk} of {@code file} is staged, or with the fetch's failure. */
@@ -191,11 +202,23 @@ final class ChunkFetcher implements AutoCloseable {
                     int length = layout.length(file.size(), key.index());
                     reservation = index.reserve(length);
                     Reservation target = reservation;
-                    store.read(file.key(), layout.start(key.index()), length, file.etag(), target::fill);
+                    // tiers: the disk cache, then the store (and the disk cache keeps what the store gave)
+                    BlockKey block = cache == null ? null : new BlockKey(cacheScope, file.key(), file.etag(), layout.start(key.index()), length);
+                    boolean onDisk = block != null && cache.read(block, target::fill);
+                    if (!onDisk) {
+                        store.read(file.key(), layout.start(key.index()), length, file.etag(), target::fill);
+                    }
                     target.publish(key, file.etag());
                     reservation = null;
-                    fetched.increment();
-                    fetchedBytes.add(length);
+                    if (onDisk) {
+                        fromDisk.increment();
+                    } else {
+                        fetched.increment();
+                        fetchedBytes.add(length);
+                        if (block != null) {
+                            cache.admit(block, buffer -> copyStaged(key, file.etag(), buffer));
+                        }
+                    }
                 }
             } finally {
                 slots.release();
@@ -220,6 +243,25 @@ final class ChunkFetcher implements AutoCloseable {
             inFlight.remove(key, done);
             done.completeExceptionally(t);
         }
+    }
+
+    /** The staged bytes of {@code key} into {@code target} (the disk cache's writer); false once they are evicted. */
+    private boolean copyStaged(ChunkKey key, String etag, java.nio.ByteBuffer target) {
+        StagingView view = index.view();
+        StagedChunk chunk = view.acquire(key, etag);
+        if (chunk == null) {
+            return false;
+        }
+        try {
+            view.copyOut(chunk, 0, java.lang.foreign.MemorySegment.ofBuffer(target), 0, target.remaining());
+            return true;
+        } finally {
+            view.release(chunk);
+        }
+    }
+
+    long chunksFromDisk() {
+        return fromDisk.sum();
     }
 
     long fetchedChunks() {

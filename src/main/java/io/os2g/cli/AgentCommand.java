@@ -45,6 +45,9 @@ final class AgentCommand implements Callable<Integer> {
     @Mixin
     ServiceOptions service = new ServiceOptions();
 
+    @Mixin
+    CacheOptions cache = new CacheOptions();
+
     @Override
     public Integer call() throws Exception {
         service.configureLogging();
@@ -65,7 +68,7 @@ final class AgentCommand implements Callable<Integer> {
         InetSocketAddress metricsAddress = service.metricsAddress();
         store.retry(); // its options' errors now, before anything starts
         AgentService agent = AgentService.start(new AgentServiceConfig(socket, dir, store::config, store.readDeadline(),
-                store.maxFetches, gpu == null ? -1 : gpu, metricsAddress));
+                store.maxFetches, gpu == null ? -1 : gpu, metricsAddress, cache.config()));
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             agent.close();

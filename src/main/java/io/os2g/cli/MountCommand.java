@@ -6,6 +6,7 @@ import io.os2g.runtime.Gateway;
 import io.os2g.runtime.MountConfig;
 import io.os2g.runtime.Preflight;
 import io.os2g.runtime.Sizes;
+import io.os2g.runtime.StagingSizeAuto;
 import io.os2g.runtime.UsageError;
 import io.os2g.staging.StagingConfig;
 import io.os2g.store.StoreConfig;
@@ -80,7 +81,9 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--staging-dir", paramLabel = "DIR", description = "Where staging segments live (default: /dev/shm/os2g/<mount-id>).")
     Path stagingDir;
 
-    @Option(names = "--staging-size", paramLabel = "SIZE", defaultValue = "1G", description = "Bound on staged and in-flight data (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--staging-size", paramLabel = "SIZE|auto", defaultValue = "1G",
+            description = "Bound on staged and in-flight data; auto: a quarter of the container's memory limit or of the memory available, "
+                    + "the smaller, between 64M and 16G (default: ${DEFAULT-VALUE}).")
     String stagingSize;
 
     @Option(names = "--chunk-size", paramLabel = "SIZE", defaultValue = "8M", description = "Unit of fetching, a power of two >= 64K (default: ${DEFAULT-VALUE}).")
@@ -116,6 +119,9 @@ final class MountCommand implements Callable<Integer> {
 
     @Mixin
     ServiceOptions service = new ServiceOptions();
+
+    @Mixin
+    CacheOptions cache = new CacheOptions();
 
     @Override
     public Integer call() throws Exception {
@@ -174,11 +180,15 @@ final class MountCommand implements Callable<Integer> {
         if (Long.bitCount(chunk) != 1 || chunk < StagingConfig.DEFAULT_PAGE_SIZE || chunk > (1L << 30)) {
             throw new UsageError("--chunk-size must be a power of two between 64K and 1G: " + chunkSize);
         }
-        long staging = Sizes.parse("--staging-size", stagingSize);
+        long staging = stagingSize.equalsIgnoreCase("auto") ? StagingSizeAuto.of(chunk) : Sizes.parse("--staging-size", stagingSize);
         if (staging < chunk) {
             throw new UsageError("--staging-size (" + stagingSize + ") is below one chunk (--chunk-size " + chunkSize + ")");
         }
         long readahead = Sizes.parse("--max-readahead", maxReadahead);
+        io.os2g.diskcache.CacheConfig cacheConfig = cache.config();
+        if (cacheConfig != null && agent != null) {
+            throw new UsageError("the disk cache is the agent's: give --cache-dir to os2g agent, not to a mount with --agent");
+        }
         if (gpu != null && gpu < 0) {
             throw new UsageError("--gpu must be a CUDA device number (0, 1, ...): " + gpu);
         }
@@ -218,7 +228,7 @@ final class MountCommand implements Callable<Integer> {
         }
         return new MountConfig(storeConfig, bucket, prefix, ttl, stagingConfig, agentConfig, fs, mount, options,
                 agent == null ? null : agentSocket(agent), replies, expandTar, decompress, service.metricsAddress(),
-                gpu == null ? -1 : gpu);
+                gpu == null ? -1 : gpu, cacheConfig);
     }
 
     /** The socket path of {@code unix:PATH}. */

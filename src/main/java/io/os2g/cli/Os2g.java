@@ -25,7 +25,7 @@ public final class Os2g implements Runnable {
 
     private static List<Class<?>> subcommands() {
         List<Class<?>> commands = new ArrayList<>(List.of(MountCommand.class, AgentCommand.class, StatsCommand.class,
-                WarmCommand.class, IndexCommand.class, DemoCommand.class));
+                WarmCommand.class, IndexCommand.class, CacheCommand.class, DemoCommand.class));
         Class<?> s3Server = s3ServerCommand();
         if (s3Server != null) {
             commands.add(s3Server);

@@ -91,6 +91,12 @@ public final class PrometheusMetrics {
         agentCounter(registry, series, labels, "os2g_failed_fetches", "Chunk fetches that failed after their retries", AgentCounters::failedFetches);
         agentCounter(registry, series, labels, "os2g_prefetched_files", "Files staged ahead of their open (directory prefetch and hints)", AgentCounters::prefetchedFiles);
         agentCounter(registry, series, labels, "os2g_staging_evictions", "Staged chunks evicted to make room", AgentCounters::evictions);
+        agentCounter(registry, series, labels, "os2g_disk_cache_hits", "Chunks read from the disk cache", AgentCounters::cacheHits);
+        agentCounter(registry, series, labels, "os2g_disk_cache_misses", "Chunks looked for in the disk cache and not found whole", AgentCounters::cacheMisses);
+        agentCounter(registry, series, labels, "os2g_disk_cache_read_bytes", "Bytes read from the disk cache into staging", AgentCounters::cacheBytesRead);
+        agentCounter(registry, series, labels, "os2g_disk_cache_written_bytes", "Bytes written to the disk cache", AgentCounters::cacheBytesWritten);
+        agentCounter(registry, series, labels, "os2g_disk_cache_evictions", "Disk cache blocks deleted by this process's sweeps", AgentCounters::cacheEvictions);
+        agentCounter(registry, series, labels, "os2g_disk_cache_corrupt_blocks", "Disk cache blocks that did not verify, dropped and fetched again", AgentCounters::cacheCorrupt);
         agentGauge(registry, series, labels, "os2g_gets_in_flight", "GET requests in flight now", AgentCounters::getsInFlight);
         agentGauge(registry, series, labels, "os2g_staging_capacity_bytes", "Size of the staging region", AgentCounters::stagingCapacityBytes);
         agentGauge(registry, series, labels, "os2g_staging_used_bytes", "Staging bytes holding staged or in-flight chunks",

@@ -1,5 +1,6 @@
 package io.os2g.runtime;
 
+import io.os2g.diskcache.DiskCache;
 import io.os2g.link.AgentServer;
 import io.os2g.metrics.PrometheusMetrics;
 import io.os2g.staging.StagingDirectory;
@@ -20,10 +21,13 @@ public final class AgentService implements AutoCloseable {
     private final HTTPServer metrics;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private AgentService(AgentServer server, StagingDirectory staging, HTTPServer metrics) {
+    private final DiskCache disk;
+
+    private AgentService(AgentServer server, StagingDirectory staging, HTTPServer metrics, DiskCache disk) {
         this.server = server;
         this.staging = staging;
         this.metrics = metrics;
+        this.disk = disk;
     }
 
     /**
@@ -44,13 +48,23 @@ public final class AgentService implements AutoCloseable {
         } catch (StagingException e) {
             throw new UsageError(e.getMessage());
         }
+        DiskCache disk;
+        try {
+            disk = Preflight.openCache(config.cache());
+        } catch (UsageError e) {
+            staging.remove();
+            throw e;
+        }
         AgentSessions sessions = new AgentSessions(config.storeOf(), config.readDeadline(), staging, config.maxFetches(),
-                PrometheusMetrics.getSeconds("mount", "source"), config.gpuDevice());
+                PrometheusMetrics.getSeconds("mount", "source"), config.gpuDevice(), disk);
         AgentServer server;
         try {
             server = AgentServer.listen(config.socket(), sessions);
         } catch (IOException e) {
             staging.remove();
+            if (disk != null) {
+                disk.close();
+            }
             throw new UsageError("cannot listen on unix:" + config.socket() + ": " + e.getMessage());
         }
         HTTPServer metrics = null;
@@ -60,10 +74,13 @@ public final class AgentService implements AutoCloseable {
             } catch (UsageError e) {
                 server.close();
                 staging.remove();
+                if (disk != null) {
+                    disk.close();
+                }
                 throw e;
             }
         }
-        return new AgentService(server, staging, metrics);
+        return new AgentService(server, staging, metrics, disk);
     }
 
     /** The port metrics are served on; -1 without {@code --metrics-port}. */
@@ -82,5 +99,8 @@ public final class AgentService implements AutoCloseable {
         }
         server.close();
         staging.remove();
+        if (disk != null) {
+            disk.close();
+        }
     }
 }

@@ -1,5 +1,6 @@
 package io.os2g.runtime;
 
+import io.os2g.diskcache.CacheConfig;
 import io.os2g.store.StoreConfig;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
@@ -16,7 +17,8 @@ import java.util.function.Function;
  * @param maxFetches chunk fetches in flight at once, per mount
  * @param gpuDevice the CUDA device every staging region is registered with unless its mount asks for another; -1 for none
  * @param metricsAddress where to serve Prometheus metrics; null for nowhere
+ * @param cache the disk cache below every mount's staging region (keys name the bucket); null for none
  */
 public record AgentServiceConfig(Path socket, Path stagingDir, Function<String, StoreConfig> storeOf, Duration readDeadline,
-                                 int maxFetches, int gpuDevice, InetSocketAddress metricsAddress) {
+                                 int maxFetches, int gpuDevice, InetSocketAddress metricsAddress, CacheConfig cache) {
 }

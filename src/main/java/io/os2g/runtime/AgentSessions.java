@@ -1,5 +1,6 @@
 package io.os2g.runtime;
 
+import io.os2g.diskcache.DiskCache;
 import io.os2g.agent.Agent;
 import io.os2g.agent.AgentConfig;
 import io.os2g.agent.DecompressedStore;
@@ -51,6 +52,8 @@ final class AgentSessions implements AgentSession.Factory {
     private final Map<String, Session> live = new ConcurrentSkipListMap<>();
 
     private final int defaultGpu;
+    /** The disk cache under every mount's staging region, shared by them; null for none. */
+    private final DiskCache disk;
 
     /**
      * @param storeOf how to reach a bucket (endpoint, credentials, retries)
@@ -59,8 +62,9 @@ final class AgentSessions implements AgentSession.Factory {
      * @param defaultGpu the CUDA device regions are registered with when a mount asks for none; -1 for none
      */
     AgentSessions(Function<String, StoreConfig> storeOf, Duration readDeadline, StagingDirectory parent, int maxFetches,
-                  Histogram getSeconds, int defaultGpu) {
+                  Histogram getSeconds, int defaultGpu, DiskCache disk) {
         this.defaultGpu = defaultGpu;
+        this.disk = disk;
         this.storeOf = storeOf;
         this.readDeadline = readDeadline;
         this.parent = parent;
@@ -103,7 +107,7 @@ final class AgentSessions implements AgentSession.Factory {
             AgentConfig config = new AgentConfig(spec.chunkSize(), Math.min(AgentConfig.DEFAULT_INITIAL_READAHEAD, spec.maxReadahead()),
                     spec.maxReadahead(), maxFetches, spec.dirPrefetch());
             client.observeGets(getSeconds.labelValues(name, source)::observe);
-            Agent agent = new Agent(objects, index, config, namespace);
+            Agent agent = new Agent(objects, index, config, namespace, disk, client.endpoint() + " " + spec.bucket());
             Session session = new Session(name, source, agent, client, tars, decompressed, region, gpu, index, namespace,
                     replier(agent, index, staging.directory()));
             live.put(name, session);

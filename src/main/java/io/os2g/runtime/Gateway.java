@@ -4,6 +4,7 @@ import io.os2g.agent.Agent;
 import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
 import io.os2g.agentreplies.FuseDeviceLender;
+import io.os2g.diskcache.DiskCache;
 import io.os2g.host.FuseMount;
 import io.os2g.host.Os2gFileSystem;
 import io.os2g.link.AgentLink;
@@ -95,15 +96,24 @@ public final class Gateway implements AutoCloseable {
             CudaDevices.device(config.gpuDevice()); // no driver or no such device: refused before anything is set up
         }
         MinioObjectStore store = Preflight.openStore(config.store());
+        DiskCache disk = null;
         try {
             Preflight.storeAnswers(store, config.store().endpoint(), config.prefix());
-            return mount(config, store);
+            disk = Preflight.openCache(config.cache());
+            return mount(config, store, disk);
         } catch (StagingException e) {
-            store.close();
+            closeAll(store, disk);
             throw new UsageError(e.getMessage());
         } catch (RuntimeException e) {
-            store.close();
+            closeAll(store, disk);
             throw e;
+        }
+    }
+
+    private static void closeAll(MinioObjectStore store, DiskCache disk) {
+        store.close();
+        if (disk != null) {
+            disk.close();
         }
     }
 
@@ -123,7 +133,7 @@ public final class Gateway implements AutoCloseable {
     }
 
     /** Mounts with the agent in this process; returns once the mount answers. The store has passed its preflight probe. */
-    private static Gateway mount(MountConfig config, MinioObjectStore store) {
+    private static Gateway mount(MountConfig config, MinioObjectStore store, DiskCache disk) {
         StagingRegion region = StagingRegion.create(config.staging());
         Gateway gateway;
         GpuRegistration gpu = null;
@@ -135,7 +145,7 @@ public final class Gateway implements AutoCloseable {
             DecompressedStore decompressed = config.decompress() ? new DecompressedStore(tars != null ? tars : store) : null;
             ObjectStore objects = decompressed != null ? decompressed : tars != null ? tars : store;
             Namespace namespace = new Namespace(objects, config.prefix(), config.metadataTtl());
-            Agent agent = new Agent(objects, index, config.agent(), namespace);
+            Agent agent = new Agent(objects, index, config.agent(), namespace, disk, store.endpoint() + " " + config.bucket());
             Histogram getSeconds = PrometheusMetrics.getSeconds();
             store.observeGets(getSeconds::observe);
             Backend backend = new Backend() {
@@ -156,6 +166,9 @@ public final class Gateway implements AutoCloseable {
                 @Override
                 public String close() {
                     objects.close(); // the decompressing view's decoders, then the store
+                    if (disk != null) {
+                        disk.close(); // what is admitted is written first (a few seconds at most)
+                    }
                     // what readers and fetches still hold once nothing can run: anything but 0 is a leak
                     int pinned = index.pinnedChunks();
                     long inFlight = index.inFlightBytes();

@@ -3,6 +3,7 @@ package io.os2g.runtime;
 import io.os2g.agent.Agent;
 import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
+import io.os2g.diskcache.DiskCache;
 import io.os2g.metrics.AgentCounters;
 import io.os2g.metrics.ReadMetrics;
 import io.os2g.metrics.Stats;
@@ -32,6 +33,9 @@ final class GatewayStats {
         m.put("prefetch", agent.hintCounters());
         m.put("warm", agent.warmCounters());
         m.put("staging", staging(index));
+        if (agent.diskCache() != null) {
+            m.put("disk_cache", diskCache(agent));
+        }
         if (tars != null) {
             m.put("tar", tars.stats());
         }
@@ -43,9 +47,27 @@ final class GatewayStats {
 
     /** The same counters for the Prometheus exposition. */
     static AgentCounters counters(MinioObjectStore store, Agent agent, ExtentIndex index) {
+        DiskCache.Counters disk = agent.diskCache() == null ? new DiskCache.Counters(0, 0, 0, 0, 0, 0, 0, 0)
+                : agent.diskCache().counters();
         return new AgentCounters(store.getCount(), store.getsInFlight(), store.retryCount(), agent.fetchedBytes(),
                 agent.failedFetches(), agent.prefetchedFiles(), index.capacityBytes(), index.freeBytes(),
-                index.inFlightBytes(), index.stagedChunks(), index.evictions());
+                index.inFlightBytes(), index.stagedChunks(), index.evictions(), disk.hits(), disk.misses(), disk.bytesRead(),
+                disk.bytesWritten(), disk.evictions(), disk.corrupt());
+    }
+
+    private static Map<String, Object> diskCache(Agent agent) {
+        DiskCache.Counters c = agent.diskCache().counters();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("hits", c.hits());
+        m.put("misses", c.misses());
+        m.put("bytes_read", c.bytesRead());
+        m.put("bytes_written", c.bytesWritten());
+        m.put("evictions", c.evictions());
+        m.put("corrupt", c.corrupt());
+        m.put("write_errors", c.writeErrors());
+        m.put("not_admitted", c.notAdmitted());
+        m.put("chunks_from_disk", agent.chunksFromDisk());
+        return m;
     }
 
     private static Map<String, Object> staging(ExtentIndex index) {

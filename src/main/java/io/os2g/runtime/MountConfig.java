@@ -1,6 +1,7 @@
 package io.os2g.runtime;
 
 import io.os2g.agent.AgentConfig;
+import io.os2g.diskcache.CacheConfig;
 import io.os2g.host.FsConfig;
 import io.os2g.staging.StagingConfig;
 import io.os2g.store.StoreConfig;
@@ -23,9 +24,10 @@ import java.util.List;
  * @param decompress show each {@code NAME.gz} and {@code NAME.zst} object also as {@code NAME}, decompressed
  * @param metricsAddress where to serve Prometheus metrics; null for nowhere
  * @param gpuDevice the CUDA device the staging region is registered with; -1 for none
+ * @param cache the disk cache below staging; null for none (always null with {@code agentSocket}: the agent's)
  */
 public record MountConfig(StoreConfig store, String bucket, String prefix, Duration metadataTtl, StagingConfig staging,
                    AgentConfig agent, FsConfig fs, Path mountPoint, List<String> fuseOptions, Path agentSocket, boolean agentReplies,
                    boolean expandTar, boolean decompress, InetSocketAddress metricsAddress,
-                   int gpuDevice) {
+                   int gpuDevice, CacheConfig cache) {
 }

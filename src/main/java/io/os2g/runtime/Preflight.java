@@ -167,4 +167,16 @@ public final class Preflight {
         int cut = m.indexOf(": bucket=");
         return cut > 0 ? m.substring(0, cut) : m;
     }
+
+    /** The disk cache asked for, opened; null for none. A directory that cannot be one is the user's to fix. */
+    static io.os2g.diskcache.DiskCache openCache(io.os2g.diskcache.CacheConfig cache) {
+        if (cache == null) {
+            return null;
+        }
+        try {
+            return io.os2g.diskcache.DiskCache.open(cache.directory(), cache.maxBytes(), cache.minFreePercent());
+        } catch (io.os2g.diskcache.DiskCache.CacheDirectoryException e) {
+            throw new UsageError(e.getMessage());
+        }
+    }
 }

@@ -1,0 +1,42 @@
+package io.os2g.cli;
+
+import io.os2g.diskcache.CacheConfig;
+import io.os2g.runtime.Sizes;
+import io.os2g.runtime.UsageError;
+import java.nio.file.Path;
+import picocli.CommandLine.Option;
+
+/** The disk cache's options, on whichever process holds the store client ({@code mount}, or {@code agent}). */
+final class CacheOptions {
+
+    @Option(names = "--cache-dir", paramLabel = "DIR",
+            description = "Keep fetched chunks on local disk here, below the staging region; kept across remounts and shared "
+                    + "by every os2g on the node naming the same DIR (default: no disk cache).")
+    Path directory;
+
+    @Option(names = "--cache-size", paramLabel = "SIZE",
+            description = "Bound on the disk cache's blocks (default: its file system, less --cache-min-free).")
+    String size;
+
+    @Option(names = "--cache-min-free", paramLabel = "PERCENT", defaultValue = "5",
+            description = "Share of the disk cache's file system kept free (default: ${DEFAULT-VALUE}).")
+    int minFreePercent;
+
+    /** The cache asked for, or null for none. */
+    CacheConfig config() {
+        if (directory == null) {
+            if (size != null) {
+                throw new UsageError("--cache-size needs --cache-dir");
+            }
+            return null;
+        }
+        if (minFreePercent < 0 || minFreePercent > 90) {
+            throw new UsageError("--cache-min-free must be a percentage from 0 to 90: " + minFreePercent);
+        }
+        long max = size == null ? Long.MAX_VALUE : Sizes.parse("--cache-size", size);
+        if (max < (64L << 20)) {
+            throw new UsageError("--cache-size must be at least 64M: " + size);
+        }
+        return new CacheConfig(directory.toAbsolutePath().normalize(), max, minFreePercent);
+    }
+}

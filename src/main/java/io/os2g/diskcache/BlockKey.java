@@ -1,0 +1,35 @@
+package io.os2g.diskcache;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/**
+ * What makes a cached block safe to serve: the store and bucket it came from ({@code scope}), the
+ * object's key and version (ETag), and the byte range. A changed object has a new ETag, so its old
+ * bytes are never found for it; mounts with other chunk sizes ask for other ranges.
+ */
+public record BlockKey(String scope, String key, String etag, long offset, long length) {
+
+    public BlockKey {
+        if (offset < 0 || length < 0) {
+            throw new IllegalArgumentException("a block's range must not be negative: " + offset + "+" + length);
+        }
+    }
+
+    /** The key as one line, stored in the block file and compared on read (a hash collision is a miss). */
+    String canonical() {
+        return scope + '\n' + key + '\n' + etag + '\n' + offset + '\n' + length;
+    }
+
+    /** The block file's name: SHA-256 of {@link #canonical}, in hex. */
+    String fileName() {
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-256").digest(canonical().getBytes(StandardCharsets.UTF_8));
+            return HexFormat.of().formatHex(digest);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

@@ -1,0 +1,361 @@
+package io.os2g.diskcache;
+
+import io.os2g.WarningLimiter;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.FileStore;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Blocks of objects on a local disk, below the staging region: a chunk missing from staging is read
+ * from here when it is here, and a chunk fetched from the store is written here off the read path.
+ * Keyed by {@link BlockKey} (store, bucket, key, ETag, range), so it survives remounts and is shared by
+ * every os2g process on the node that names the same directory. Each block is checksummed; one that
+ * does not verify is dropped and counted, never served. Bounded by a size and a floor of free space on
+ * its file system: least recently used blocks go first ({@link Sweeper}). A failing disk stops
+ * admission for a while (a warning); reads go on from the store.
+ */
+public final class DiskCache implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(DiskCache.class);
+    /** The layout's directory under the cache directory: another layout would be another name. */
+    static final String LAYOUT = "os2g-cache-v1";
+    /** What a cache directory must have left above its floor of free space. */
+    static final long MIN_ROOM = 64L << 20;
+    /** Blocks written between two sweeps, at most (a tenth of the size bound, else 1 GiB). */
+    static final long SWEEP_EVERY_MAX = 1L << 30;
+    /** Admission stops this long after a write failed. */
+    static final Duration PAUSE_AFTER_FAILURE = Duration.ofSeconds(30);
+    /** Blocks waiting to be written, at most; more are not admitted (the store has them). */
+    static final int WRITE_QUEUE = 16;
+
+    private final Path root;
+    private final Path blocks;
+    private final Path tmp;
+    private final Sweeper sweeper;
+    private final long sweepEvery;
+    private final ThreadPoolExecutor writer;
+    private final WarningLimiter warnings = new WarningLimiter(LOG);
+    private final AtomicLong writtenSinceSweep = new AtomicLong();
+    private volatile long pausedUntilNanos = System.nanoTime();
+    private ByteBuffer writeBuffer = ByteBuffer.allocateDirect(0);
+
+    private final LongAdder hits = new LongAdder();
+    private final LongAdder misses = new LongAdder();
+    private final LongAdder bytesRead = new LongAdder();
+    private final LongAdder bytesWritten = new LongAdder();
+    private final LongAdder corrupt = new LongAdder();
+    private final LongAdder writeErrors = new LongAdder();
+    private final LongAdder notAdmitted = new LongAdder();
+
+    /** Counters of one process's use of a cache. */
+    public record Counters(long hits, long misses, long bytesRead, long bytesWritten, long evictions, long corrupt,
+                           long writeErrors, long notAdmitted) {
+    }
+
+    /**
+     * Where a block's bytes come from when it is written: they fill {@code target} (all of it, from its
+     * position to its limit); false when they are gone (evicted from staging).
+     */
+    @FunctionalInterface
+    public interface BlockSource {
+        boolean copyTo(ByteBuffer target);
+    }
+
+    /** Where a block's bytes go when it is read (a staging reservation). */
+    @FunctionalInterface
+    public interface BlockSink {
+        void fill(InputStream in) throws IOException;
+    }
+
+    private DiskCache(Path root, Sweeper sweeper, long maxBytes) {
+        this.root = root;
+        this.blocks = root.resolve("blocks");
+        this.tmp = root.resolve("tmp");
+        this.sweeper = sweeper;
+        this.sweepEvery = Math.min(SWEEP_EVERY_MAX, Math.max(MIN_ROOM, maxBytes / 10));
+        this.writer = new ThreadPoolExecutor(1, 1, 0, TimeUnit.SECONDS, new ArrayBlockingQueue<>(WRITE_QUEUE),
+                Thread.ofPlatform().daemon().name("os2g-disk-cache").factory());
+    }
+
+    /**
+     * Opens (creating it if need be) the cache in {@code directory}.
+     *
+     * @param maxBytes the most its blocks take ({@link Long#MAX_VALUE}: only the floor bounds it)
+     * @param minFreePercent the share of its file system kept free
+     * @throws CacheDirectoryException when the directory cannot be a cache (one line for the user)
+     */
+    public static DiskCache open(Path directory, long maxBytes, int minFreePercent) {
+        Path root = directory.resolve(LAYOUT);
+        try {
+            Files.createDirectories(directory);
+            if (!Files.isDirectory(root)) {
+                // the blocks are the bucket's bytes: only this user (and root) may read them
+                Files.createDirectories(root, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                        java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+            }
+            Files.createDirectories(root.resolve("blocks"));
+            Files.createDirectories(root.resolve("tmp"));
+        } catch (IOException | UnsupportedOperationException e) {
+            throw new CacheDirectoryException("cache directory " + directory + " cannot be created: " + reason(e));
+        }
+        try {
+            Path probe = Files.createTempFile(root.resolve("tmp"), "probe", ".tmp");
+            Files.write(probe, new byte[] {1});
+            Files.delete(probe);
+        } catch (IOException e) {
+            throw new CacheDirectoryException("cache directory " + directory + " is not writable: " + reason(e));
+        }
+        Sweeper sweeper = new Sweeper(root.resolve("blocks"), root.resolve("tmp"), maxBytes, minFreePercent, Sweeper.space(root));
+        long room = sweeper.roomAboveFloor();
+        if (room < MIN_ROOM) {
+            throw new CacheDirectoryException("cache directory " + directory + " has " + (Math.max(0, room) >> 20)
+                    + " MiB above the " + minFreePercent + "% of its file system kept free; it needs at least "
+                    + (MIN_ROOM >> 20) + " MiB");
+        }
+        DiskCache cache = new DiskCache(root, sweeper, maxBytes);
+        cache.writer.execute(cache::sweep); // what other processes left, and a bound that shrank
+        return cache;
+    }
+
+    private static String reason(Exception e) {
+        return e instanceof java.nio.file.AccessDeniedException ? "permission denied"
+                : e instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
+    }
+
+    /**
+     * Fills {@code sink} with the block of {@code key} if this cache has a good copy; false otherwise (a
+     * copy that does not verify is dropped and counted). The sink may have been given part of a bad
+     * copy: it starts over for the store.
+     */
+    public boolean read(BlockKey key, BlockSink sink) {
+        Path file = path(key);
+        try (BlockFile.Reader in = BlockFile.open(file, key)) {
+            sink.fill(in);
+            in.verify();
+        } catch (NoSuchFileException e) {
+            misses.increment();
+            return false;
+        } catch (BlockFile.Corrupt e) {
+            dropCorrupt(file, key, e.getMessage());
+            return false;
+        } catch (IOException | UncheckedIOException e) {
+            dropCorrupt(file, key, e.toString()); // unreadable, as bad as corrupt
+            return false;
+        }
+        hits.increment();
+        bytesRead.add(key.length());
+        try {
+            Files.setLastModifiedTime(file, FileTime.fromMillis(System.currentTimeMillis())); // recently used
+        } catch (IOException e) {
+            // swept meanwhile by another process: it was served whole already
+        }
+        return true;
+    }
+
+    private void dropCorrupt(Path file, BlockKey key, String why) {
+        corrupt.increment();
+        misses.increment();
+        warnings.warn("corrupt", "disk cache block of {} at {} dropped ({}): fetched again", key.key(), key.offset(), why);
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException e) {
+            // another process dropped it, or the disk is failing: the next read tries again
+        }
+    }
+
+    /**
+     * Writes the block of {@code key} later, on the cache's own thread, from {@code source}; not at all
+     * when the writes are behind, the disk failed recently, or the block is there already.
+     */
+    public void admit(BlockKey key, BlockSource source) {
+        if (System.nanoTime() - pausedUntilNanos < 0) {
+            notAdmitted.increment();
+            return;
+        }
+        try {
+            writer.execute(() -> write(key, source));
+        } catch (RejectedExecutionException e) {
+            notAdmitted.increment(); // behind, or closed
+        }
+    }
+
+    private void write(BlockKey key, BlockSource source) {
+        Path file = path(key);
+        if (Files.exists(file)) {
+            return; // another process wrote it, or this one did before
+        }
+        if (writeBuffer.capacity() < key.length()) {
+            writeBuffer = ByteBuffer.allocateDirect((int) key.length());
+        }
+        ByteBuffer data = writeBuffer.clear().limit((int) key.length());
+        if (!source.copyTo(data.duplicate())) {
+            notAdmitted.increment();
+            return;
+        }
+        try {
+            try {
+                writeBlock(file, key, data);
+            } catch (NoSuchFileException gone) {
+                recreateIfDeleted(); // the directory removed under a running mount: laid out again
+                writeBlock(file, key, data);
+            }
+            bytesWritten.add(key.length());
+            if (writtenSinceSweep.addAndGet(key.length()) >= sweepEvery) {
+                sweep();
+            }
+        } catch (IOException | UncheckedIOException e) {
+            writeErrors.increment();
+            pausedUntilNanos = System.nanoTime() + PAUSE_AFTER_FAILURE.toNanos();
+            warnings.warn("write", "disk cache at {}: a block could not be written ({}); no new blocks for {} s, reads go on from the store",
+                    root.getParent(), e.toString(), PAUSE_AFTER_FAILURE.toSeconds());
+            sweep(); // a full disk: make room for when admission resumes
+        }
+    }
+
+    /** Writes the block to a temporary file and renames it into place: whole, or not at all. */
+    private void writeBlock(Path file, BlockKey key, ByteBuffer data) throws IOException {
+        Path temporary = tmp.resolve(file.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + ".tmp");
+        try {
+            Files.createDirectories(file.getParent());
+            BlockFile.write(temporary, key, data);
+            try {
+                Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                throw new IOException("the cache directory's file system cannot rename atomically", e);
+            }
+        } catch (IOException | RuntimeException e) {
+            try {
+                Files.deleteIfExists(temporary);
+            } catch (IOException ignored) {
+                // the directory itself is gone or failing
+            }
+            throw e;
+        }
+    }
+
+    /** The cache directory removed under a running mount: laid out again, so blocks are kept from now on. */
+    private void recreateIfDeleted() {
+        try {
+            Files.createDirectories(blocks);
+            Files.createDirectories(tmp);
+        } catch (IOException e) {
+            // cannot: admission stays paused and is tried again later
+        }
+    }
+
+    private void sweep() {
+        writtenSinceSweep.set(0);
+        try {
+            sweeper.sweep();
+        } catch (IOException | UncheckedIOException e) {
+            warnings.warn("sweep", "disk cache at {}: sweeping failed: {}", root.getParent(), e.toString());
+        }
+    }
+
+    Path path(BlockKey key) {
+        String name = key.fileName();
+        return blocks.resolve(name.substring(0, 2)).resolve(name + ".blk");
+    }
+
+    public Counters counters() {
+        return new Counters(hits.sum(), misses.sum(), bytesRead.sum(), bytesWritten.sum(), sweeper.evictions(), corrupt.sum(),
+                writeErrors.sum(), notAdmitted.sum());
+    }
+
+    /** Waits for the blocks admitted so far to be written (tests, and a clean close). */
+    public void flush(Duration timeout) {
+        java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
+        try {
+            writer.execute(() -> done.complete(null));
+            done.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException | java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            // closed, or behind: what is not written is fetched again next time
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        writer.shutdown();
+        try {
+            if (!writer.awaitTermination(5, TimeUnit.SECONDS)) {
+                writer.shutdownNow();
+            }
+        } catch (InterruptedException e) {
+            writer.shutdownNow();
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** A cache directory that cannot be used: refused before mounting. */
+    public static final class CacheDirectoryException extends RuntimeException {
+        public CacheDirectoryException(String message) {
+            super(message);
+        }
+    }
+
+    /** What a cache directory holds, for {@code os2g cache stats}. */
+    public record Summary(long blocks, long bytes, long oldestUseMillis, long newestUseMillis, long usableBytes, long totalBytes) {
+    }
+
+    /**
+     * What the cache in {@code directory} holds (every process's blocks).
+     *
+     * @throws CacheDirectoryException when there is no cache there
+     */
+    public static Summary summarize(Path directory) throws IOException {
+        Path root = existing(directory);
+        Sweeper sweeper = new Sweeper(root.resolve("blocks"), root.resolve("tmp"), Long.MAX_VALUE, 0, Sweeper.space(root));
+        java.util.List<Sweeper.Block> all = sweeper.list();
+        FileStore store = Files.getFileStore(root);
+        return new Summary(all.size(), all.stream().mapToLong(Sweeper.Block::size).sum(),
+                all.stream().mapToLong(Sweeper.Block::lastUsedMillis).min().orElse(0),
+                all.stream().mapToLong(Sweeper.Block::lastUsedMillis).max().orElse(0),
+                store.getUsableSpace(), store.getTotalSpace());
+    }
+
+    /**
+     * Deletes every block of the cache in {@code directory} (mounts using it fetch again); returns how
+     * many went.
+     *
+     * @throws CacheDirectoryException when there is no cache there
+     */
+    public static long clear(Path directory) throws IOException {
+        Path root = existing(directory);
+        Sweeper sweeper = new Sweeper(root.resolve("blocks"), root.resolve("tmp"), Long.MAX_VALUE, 0, Sweeper.space(root));
+        long removed = 0;
+        for (Sweeper.Block b : sweeper.list()) {
+            if (Files.deleteIfExists(b.path())) {
+                removed++;
+            }
+        }
+        return removed;
+    }
+
+    private static Path existing(Path directory) {
+        Path root = directory.resolve(LAYOUT);
+        if (!Files.isDirectory(root.resolve("blocks"))) {
+            throw new CacheDirectoryException("no os2g disk cache in " + directory + " (no " + LAYOUT + "/blocks)");
+        }
+        return root;
+    }
+}

@@ -1,0 +1,173 @@
+package io.os2g.agent;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+
+import io.os2g.diskcache.DiskCache;
+import io.os2g.namespace.Namespace;
+import io.os2g.namespace.Node;
+import io.os2g.staging.ChunkKey;
+import io.os2g.staging.ExtentIndex;
+import io.os2g.staging.StagedChunk;
+import io.os2g.staging.StagingConfig;
+import io.os2g.staging.StagingRegion;
+import io.os2g.store.MinioObjectStore;
+import io.os2g.support.S3Fixture;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.gaul.s3proxy.junit.S3ProxyExtension;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Agents over S3Proxy with a disk cache below their staging: tiers, versions, and agents sharing one directory. */
+@Tag("s3")
+class AgentDiskCacheTest {
+
+    private static final int CHUNK = 256 * 1024;
+
+    @RegisterExtension
+    final S3ProxyExtension proxy = S3Fixture.newProxy();
+
+    @TempDir
+    Path tmp;
+
+    private S3Fixture s3;
+    private final List<AutoCloseable> closing = new ArrayList<>();
+
+    /** One agent with a staging region of its own and the cache in {@code tmp/cache}, as another process would have. */
+    private record Rig(MinioObjectStore store, ExtentIndex index, Agent agent, DiskCache cache) {
+    }
+
+    @BeforeEach
+    void setUp() throws Exception {
+        s3 = new S3Fixture(proxy).bucket("data");
+    }
+
+    @AfterEach
+    void tearDown() throws Exception {
+        for (AutoCloseable c : closing.reversed()) {
+            c.close();
+        }
+    }
+
+    private Rig rig(String name) {
+        MinioObjectStore store = s3.store("data");
+        StagingRegion region = StagingRegion.create(StagingConfig.of(tmp.resolve(name), 4L << 20, Duration.ofSeconds(5)));
+        ExtentIndex index = new ExtentIndex(region, CHUNK);
+        Namespace namespace = new Namespace(store, "", Duration.ofMinutes(5));
+        DiskCache cache = DiskCache.open(tmp.resolve("cache"), Long.MAX_VALUE, 0);
+        Agent agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 0), namespace, cache,
+                "http://s3proxy data");
+        closing.add(store);
+        closing.add(region);
+        closing.add(namespace::close);
+        closing.add(cache);
+        closing.add(agent);
+        return new Rig(store, index, agent, cache);
+    }
+
+    private static byte[] bytes(int n, int seed) {
+        byte[] b = new byte[n];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    private static Node.File file(Rig r, String key, int inode) {
+        var o = r.store().list(key.substring(0, key.lastIndexOf('/') + 1)).objects().stream().filter(x -> x.key().equals(key)).findFirst().orElseThrow();
+        return new Node.File(inode, key, o.size(), o.etag(), o.lastModifiedMillis());
+    }
+
+    /** Reads the whole file through the agent, chunk by chunk, from its staging region. */
+    private static byte[] read(Rig r, Node.File f) throws Exception {
+        long handle = r.agent().open(f.inode(), f.key(), f.etag(), f.size());
+        byte[] out = new byte[(int) f.size()];
+        for (long c = 0; c * CHUNK < f.size(); c++) {
+            StagedChunk s = null;
+            for (int attempt = 0; s == null && attempt < 10; attempt++) { // the small region may evict it before it is pinned
+                r.agent().read(handle, c * CHUNK, CHUNK).get(30, TimeUnit.SECONDS);
+                s = r.index().view().acquire(new ChunkKey(f.inode(), c), f.etag());
+            }
+            assertNotNull(s, "chunk " + c + " staged");
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment m = arena.allocate(s.length());
+                r.index().view().copyOut(s, 0, m, 0, s.length());
+                MemorySegment.copy(m, ValueLayout.JAVA_BYTE, 0, out, (int) (c * CHUNK), (int) s.length());
+            } finally {
+                r.index().view().release(s);
+            }
+        }
+        r.agent().release(handle);
+        return out;
+    }
+
+    @Test
+    void aSecondAgentReadsWhatTheFirstFetchedFromDiskWithNoGet() throws Exception {
+        byte[] data = bytes(3 * CHUNK + 1000, 1);
+        s3.put("data", "d/a.bin", data);
+        Rig first = rig("one");
+        assertArrayEquals(data, read(first, file(first, "d/a.bin", 10)));
+        assertEquals(4, first.store().getCount());
+        first.cache().flush(Duration.ofSeconds(10));
+        assertEquals(data.length, first.cache().counters().bytesWritten());
+
+        Rig second = rig("two");
+        assertArrayEquals(data, read(second, file(second, "d/a.bin", 10)));
+        assertEquals(0, second.store().getCount(), "every chunk from the disk cache");
+        assertEquals(4, second.agent().chunksFromDisk());
+        assertEquals(4, second.cache().counters().hits());
+    }
+
+    @Test
+    void aChangedObjectIsFetchedAgainNotServedFromItsOldBlocks() throws Exception {
+        s3.put("data", "d/v.bin", bytes(CHUNK + 5, 2));
+        Rig first = rig("one");
+        read(first, file(first, "d/v.bin", 11));
+        first.cache().flush(Duration.ofSeconds(10));
+
+        byte[] changed = bytes(CHUNK + 5, 3);
+        s3.put("data", "d/v.bin", changed);
+        Rig second = rig("two");
+        assertArrayEquals(changed, read(second, file(second, "d/v.bin", 11)), "the new version's bytes");
+        assertEquals(2, second.store().getCount(), "its chunks fetched: a new ETag is another block");
+        assertEquals(0, second.cache().counters().hits());
+    }
+
+    @Test
+    void twoAgentsSharingOneDirectoryReadingTheSameFilesAtOnceGetTheirBytes() throws Exception {
+        List<byte[]> data = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            data.add(bytes(2 * CHUNK + 17 * i, 10 + i));
+            s3.put("data", "d/s" + i + ".bin", data.get(i));
+        }
+        Rig a = rig("a"), b = rig("b");
+        List<CompletableFuture<Void>> all = new ArrayList<>();
+        for (Rig r : List.of(a, b)) {
+            all.add(CompletableFuture.runAsync(() -> {
+                try {
+                    for (int round = 0; round < 3; round++) {
+                        for (int i = 0; i < 8; i++) {
+                            assertArrayEquals(data.get(i), read(r, file(r, "d/s" + i + ".bin", 100 + i)));
+                        }
+                    }
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }));
+        }
+        CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).get(120, TimeUnit.SECONDS);
+        assertEquals(0, a.cache().counters().corrupt() + b.cache().counters().corrupt());
+    }
+}

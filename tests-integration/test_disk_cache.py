@@ -1,0 +1,231 @@
+"""The disk cache below the staging region (--cache-dir): a dataset several times the staging region
+reads its second epoch from disk with no GET, a remount (and another agent) reads from the warm cache
+with no GET, a corrupted block is refetched and never served, and bad cache settings are refused with
+one line."""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CREDENTIALS_ENV, Agent, Mount, Tally, payload, read_verified, run_os2g, sha256
+
+FILES = 24
+SIZE = 1 << 20  # 24 MiB of data through an 8 MiB staging region
+ARGS = ["--staging-size", "8M", "--chunk-size", "1M", "--max-readahead", "1M", "--dir-prefetch", "0"]
+
+
+def stats(m):
+    return json.loads((m.path / ".os2g" / "stats").read_text())["agent"]
+
+
+def forget_pages(path):
+    """Drops the file's pages from the kernel's cache, so that the next read reaches the mount."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def epoch(m, hashes):
+    for name, digest in hashes.items():
+        forget_pages(m.path / name)
+        read_verified(m.path / name, digest)
+
+
+def written_all(m, total, timeout=30):
+    deadline = time.time() + timeout
+    while stats(m)["disk_cache"]["bytes_written"] < total:
+        assert time.time() < deadline, f"the cache wrote {stats(m)['disk_cache']} of {total} bytes"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def dataset(s3):
+    bucket = s3.bucket("it-disk-cache")
+    hashes = {}
+    for i in range(FILES):
+        body = payload(SIZE, 700 + i)
+        s3.client.put_object(Bucket=bucket, Key=f"d/f{i:02d}.bin", Body=body)
+        hashes[f"d/f{i:02d}.bin"] = sha256(body)
+    return bucket, hashes
+
+
+def test_epochs_after_the_first_and_a_remount_read_from_disk_with_no_get(s3, dataset, tmp_path):
+    bucket, hashes = dataset
+    cache = tmp_path / "cache"
+    m = Mount(s3, bucket, [*ARGS, "--cache-dir", str(cache), "--cache-size", "1G"])
+    try:
+        epoch(m, hashes)
+        first = stats(m)
+        assert first["gets"] >= FILES
+        written_all(m, FILES * SIZE)
+        epoch(m, hashes)
+        second = stats(m)
+        assert second["gets"] == first["gets"], "the second epoch fetched nothing from the store"
+        assert second["disk_cache"]["hits"] >= FILES - 8, second["disk_cache"]  # all but what staging kept
+        assert second["staging"]["evictions"] > 0, "the set is larger than the staging region"
+    finally:
+        assert m.stop() == 0
+    m = Mount(s3, bucket, [*ARGS, "--cache-dir", str(cache)])
+    try:
+        epoch(m, hashes)
+        assert stats(m)["gets"] == 0, "a remount reads the warm cache"
+        Tally.add("epochs read from the disk cache with no GET", 2)
+    finally:
+        assert m.stop() == 0
+
+    r = run_os2g("cache", "stats", str(cache))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["blocks"] == FILES and summary["bytes"] >= FILES * SIZE
+    r = run_os2g("cache", "clear", str(cache))
+    assert r.returncode == 0 and f"removed {FILES} blocks" in r.stdout, r.stdout + r.stderr
+    assert json.loads(run_os2g("cache", "stats", str(cache)).stdout)["blocks"] == 0
+
+
+LOADER = r"""
+import hashlib, json, os, sys
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Files(Dataset):
+    def __init__(self, root, names):
+        self.root, self.names = root, names
+    def __len__(self):
+        return len(self.names)
+    def __getitem__(self, i):
+        path = os.path.join(self.root, self.names[i])
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # the page cache dropped: the mount serves it
+        os.close(fd)
+        with open(path, "rb") as f:
+            return self.names[i], hashlib.sha256(f.read()).hexdigest()
+
+root, names = sys.argv[1], json.loads(sys.argv[2])
+loader = DataLoader(Files(root, names), batch_size=4, shuffle=True, num_workers=2, collate_fn=lambda b: b)
+print(json.dumps(dict(item for batch in loader for item in batch)))
+"""
+
+
+def test_a_dataloader_epoch_over_four_times_the_staging_region_fetches_nothing_the_second_time(s3, dataset, tmp_path):
+    bucket, hashes = dataset
+    m = Mount(s3, bucket, ["--staging-size", "6M", "--chunk-size", "1M", "--max-readahead", "1M", "--dir-prefetch", "0",
+                           "--cache-dir", str(tmp_path / "cache")])
+    try:
+        gets = []
+        for _ in range(2):
+            r = subprocess.run(["/usr/bin/python3", "-c", LOADER, str(m.path), json.dumps(list(hashes))],
+                               capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr[-2000:]
+            assert json.loads(r.stdout) == hashes, "every sample's bytes"
+            written_all(m, FILES * SIZE)
+            gets.append(stats(m)["gets"])
+        assert gets[0] >= FILES and gets[1] == gets[0], f"GETs after each epoch: {gets}"
+        assert stats(m)["staging"]["evictions"] > 0, "the set is larger than the staging region"
+        Tally.add("epochs read from the disk cache with no GET")
+    finally:
+        assert m.stop() == 0
+
+
+def test_a_corrupted_or_truncated_block_is_refetched_never_served(s3, dataset, tmp_path):
+    bucket, hashes = dataset
+    cache = tmp_path / "cache"
+    names = list(hashes)[:4]
+    m = Mount(s3, bucket, [*ARGS, "--cache-dir", str(cache)])
+    try:
+        for name in names:
+            read_verified(m.path / name, hashes[name])
+        written_all(m, len(names) * SIZE)
+    finally:
+        assert m.stop() == 0
+    blocks = sorted((cache / "os2g-cache-v1" / "blocks").rglob("*.blk"))
+    assert len(blocks) == len(names)
+    with open(blocks[0], "r+b") as f:  # a flipped byte in the data
+        f.seek(-5000, os.SEEK_END)
+        b = f.read(1)
+        f.seek(-5000, os.SEEK_END)
+        f.write(bytes([b[0] ^ 0x01]))
+    os.truncate(blocks[1], blocks[1].stat().st_size - 10)  # a block cut short
+
+    m = Mount(s3, bucket, [*ARGS, "--cache-dir", str(cache)])
+    try:
+        for name in names:
+            read_verified(m.path / name, hashes[name])
+        s = stats(m)
+        assert s["disk_cache"]["corrupt"] == 2, s["disk_cache"]
+        assert s["gets"] == 2, "the two bad blocks fetched again, the two good ones not"
+        Tally.add("corrupt cache blocks refetched, never served", 2)
+    finally:
+        assert m.stop() == 0
+
+
+def test_in_split_mode_the_agent_owns_the_cache_and_a_new_agent_finds_it_warm(s3, dataset, tmp_path):
+    bucket, hashes = dataset
+    cache = tmp_path / "cache"
+    names = list(hashes)[:6]
+    for round in range(2):
+        agent = Agent(s3, tmp_path, ["--cache-dir", str(cache)])
+        m = Mount(s3, bucket, [*ARGS, "--agent", f"unix:{agent.socket}"], credentials=False)
+        try:
+            for name in names:
+                read_verified(m.path / name, hashes[name])
+            s = stats(m)
+            if round == 0:
+                written_all(m, len(names) * SIZE)
+            else:
+                assert s["gets"] == 0 and s["disk_cache"]["hits"] == len(names), s
+        finally:
+            assert m.stop() == 0
+            agent.stop()
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--cache-size", "1G"], "--cache-size needs --cache-dir"),
+    (["--cache-dir", "/proc/version/cache"], "cache directory /proc/version/cache cannot be created"),
+    (["--cache-dir", "CACHE", "--cache-min-free", "95"], "--cache-min-free must be a percentage from 0 to 90"),
+    (["--cache-dir", "CACHE", "--cache-size", "1M"], "--cache-size must be at least 64M"),
+    (["--cache-dir", "CACHE", "--agent", "unix:/nonexistent.sock"], "the disk cache is the agent's"),
+])
+def test_bad_cache_settings_are_refused_with_one_line(s3, dataset, tmp_path, extra, message):
+    bucket, _ = dataset
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    extra = [str(tmp_path / "cache") if a == "CACHE" else a for a in extra]
+    r = run_os2g("mount", bucket, str(mnt), "--endpoint", s3.endpoint, *extra, env=CREDENTIALS_ENV)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs")
+def test_a_cache_file_system_without_room_is_refused_and_a_full_one_only_stops_admitting(s3, dataset, tmp_path):
+    bucket, hashes = dataset
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(small)], check=True)
+    try:
+        mnt = tmp_path / "mnt"
+        mnt.mkdir()
+        r = run_os2g("mount", bucket, str(mnt), "--endpoint", s3.endpoint, "--cache-dir", str(small / "c"), env=CREDENTIALS_ENV)
+        assert r.returncode == 2 and "needs at least 64 MiB" in r.stderr, r.stderr
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=72m", "tmpfs", str(small)], check=True)
+    try:
+        # 72 MiB, 5% kept free, 64 MiB above the floor at mount; 24 MiB of blocks then fill it past that
+        (small / "filler").write_bytes(b"\0" * (6 << 20))
+        m = Mount(s3, bucket, [*ARGS, "--cache-dir", str(small / "c"), "--cache-min-free", "0"])
+        try:
+            (small / "more").write_bytes(b"\0" * (50 << 20))  # the disk fills under the running mount
+            epoch(m, hashes)  # every read right; the cache stops taking blocks, with a warning
+            s = stats(m)["disk_cache"]
+            assert s["write_errors"] >= 1 or s["evictions"] >= 1 or s["not_admitted"] >= 1, s
+        finally:
+            assert m.stop() == 0
+        assert "disk cache" in m.output()
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
