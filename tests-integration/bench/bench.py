@@ -44,10 +44,23 @@ def drop_caches():
 class Target:
     """A way to present the bucket as a directory: a mount command, or the local copy."""
 
-    def __init__(self, name, flags, command, env=None, agent=None):
-        """agent: for os2g's split mode, the command of the agent process the mount connects to."""
+    def __init__(self, name, flags, command, env=None, agent=None, cache_dir=None):
+        """agent: for os2g's split mode, the command of the agent process the mount connects to.
+        cache_dir: a target of the disk cache workloads (the set larger than memory), whose disk cache is
+        this directory, emptied before each workload (None: the other workloads' targets)."""
         self.name, self.flags, self.command, self.env, self.agent = name, flags, command, env or {}, agent
+        self.cache_dir = cache_dir
         self.agent_proc = None
+
+    def runs(self, label):
+        """Whether this target runs workload `label`: the *-cache ones on the local copy and the disk cache
+        targets, the others on the rest."""
+        return self.command is None or (self.cache_dir is not None) == label.endswith("-cache")
+
+    def clear_cache(self):
+        if self.cache_dir is not None:
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
+            self.cache_dir.mkdir(parents=True)
 
     def start(self, mnt, log):
         if self.command is None:
@@ -137,6 +150,7 @@ def targets(endpoint, data, work, quick):
                lambda m: ["rclone", "mount", ":s3:bench", str(m), "--read-only", "--vfs-cache-mode", "full",
                           "--cache-dir", str(work / "rclone-cache"), "--dir-cache-time", "1h", "--attr-timeout", "1h",
                           "--buffer-size", "32M"], rclone_env),
+        *cache_targets(str(ROOT / "os2g"), endpoint, work, creds, s3fs_base, rclone_env),
         Target("local", "local copy, run last (the ceiling)", None),
     ]
     baseline = os.environ.get("OS2G_BASELINE")
@@ -145,6 +159,31 @@ def targets(endpoint, data, work, quick):
     if quick:
         return [t for t in all_targets if t.flags == "default" or t.name.startswith("os2g-split") or t.name == "local"]
     return all_targets
+
+
+# the staging region of the disk cache workloads: the ~630 MB of JPEGs is five times it
+CACHE_STAGING = "128M"
+
+
+def cache_targets(launcher, endpoint, work, creds, s3fs_base, rclone_env):
+    """The targets of the disk cache workloads (a set larger than memory): os2g with a small staging region,
+    without and with --cache-dir, and the peers with their own disk caches."""
+    os2g_cache, s3fs_cache, rclone_cache = work / "os2g-cache", work / "s3fs-cache", work / "rclone-vfs-cache"
+    mount = [launcher, "mount", "bench"]
+    return [
+        Target("os2g", f"--staging-size {CACHE_STAGING}, no disk cache",
+               lambda m: [*mount, str(m), "--endpoint", endpoint, "--staging-size", CACHE_STAGING], creds, cache_dir=work / "none"),
+        Target("os2g", f"--staging-size {CACHE_STAGING} --cache-dir DIR",
+               lambda m: [*mount, str(m), "--endpoint", endpoint, "--staging-size", CACHE_STAGING, "--cache-dir", str(os2g_cache)],
+               creds, cache_dir=os2g_cache),
+        Target("s3fs", "-o use_cache=DIR,ro,kernel_cache",
+               lambda m: ["s3fs", "bench", str(m), "-f", "-o", s3fs_base + f",ro,kernel_cache,use_cache={s3fs_cache}"],
+               cache_dir=s3fs_cache),
+        Target("rclone", "--read-only --vfs-cache-mode full --cache-dir DIR",
+               lambda m: ["rclone", "mount", ":s3:bench", str(m), "--read-only", "--vfs-cache-mode", "full",
+                          "--cache-dir", str(rclone_cache), "--dir-cache-time", "1h", "--attr-timeout", "1h"],
+               rclone_env, cache_dir=rclone_cache),
+    ]
 
 
 def os2g_targets(launcher, suffix, endpoint, work, creds):
@@ -183,6 +222,11 @@ def workloads(quick):
         ("tar-4", ["small", "--readers", "4", "--epochs", "1", "--tar", *small_limit]),
         # 1 GiB of text in a .zst: os2g's --decompress view against `zstd -dc` through the peers' mounts
         ("zstd-1", ["zstd"]),
+        # a set larger than memory (the ~630 MB of JPEGs, five times the staging region): two epochs with
+        # the page cache dropped between, on targets with disk caches (each emptied first)
+        ("dataloader-cache", ["dataloader", "--epochs", "2", "--drop-between", *(["--limit", "600"] if quick else [])]),
+        ("dataloader-hinted-cache", ["dataloader", "--hint", *(["--limit", "600"] if quick else [])]),
+        ("small-4-cache", ["small", "--readers", "4", "--epochs", "2", "--drop-between", *small_limit]),
     ]
 
 
@@ -237,6 +281,9 @@ def main():
                     continue
                 if label == "tar-4" and not target.name.startswith("os2g"):
                     continue
+                if not target.runs(label):
+                    continue
+                target.clear_cache()
                 drop_caches()
                 log = open(work / f"{target.name}.log", "a")
                 proc = target.start(mnt, log)
@@ -286,7 +333,8 @@ def warm_agent(target, mnt, work, files):
 
 def _summary(row):
     if "epochs" in row:
-        return " / ".join(f"{e['files_per_s']:.0f} files/s" for e in row["epochs"])
+        return " / ".join(f"{e['files_per_s']:.0f} files/s" if "files_per_s" in e else f"{e['samples_per_s']:.0f} samples/s"
+                          for e in row["epochs"])
     if "mb_per_s" in row:
         return f"{row['mb_per_s']:.0f} MB/s"
     if "samples_per_s" in row:
