@@ -43,7 +43,11 @@ public final class DiskCache implements AutoCloseable {
     static final long SWEEP_EVERY_MAX = 1L << 30;
     /** Admission stops this long after a write failed. */
     static final Duration PAUSE_AFTER_FAILURE = Duration.ofSeconds(30);
-    /** Blocks waiting to be written, at most; more are not admitted (the store has them). */
+    /**
+     * Blocks waiting for the writer thread, at most; beyond them the fetch that admits one writes it
+     * itself (back-pressure: an epoch that outruns the disk slows to its speed rather than leave blocks
+     * out, which the next epoch would fetch again).
+     */
     static final int WRITE_QUEUE = 16;
 
     private final Path root;
@@ -55,7 +59,9 @@ public final class DiskCache implements AutoCloseable {
     private final WarningLimiter warnings = new WarningLimiter(LOG);
     private final AtomicLong writtenSinceSweep = new AtomicLong();
     private volatile long pausedUntilNanos = System.nanoTime();
+    /** The writer thread's buffer (a fetch writing a block itself, the writer being behind, takes a heap one). */
     private ByteBuffer writeBuffer = ByteBuffer.allocateDirect(0);
+    private volatile Thread writerThread;
 
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
@@ -92,7 +98,8 @@ public final class DiskCache implements AutoCloseable {
         this.sweeper = sweeper;
         this.sweepEvery = Math.min(SWEEP_EVERY_MAX, Math.max(MIN_ROOM, maxBytes / 10));
         this.writer = new ThreadPoolExecutor(1, 1, 0, TimeUnit.SECONDS, new ArrayBlockingQueue<>(WRITE_QUEUE),
-                Thread.ofPlatform().daemon().name("os2g-disk-cache").factory());
+                task -> writerThread = Thread.ofPlatform().daemon().name("os2g-disk-cache").unstarted(task),
+                new ThreadPoolExecutor.CallerRunsPolicy());
     }
 
     /**
@@ -190,11 +197,11 @@ public final class DiskCache implements AutoCloseable {
             notAdmitted.increment();
             return;
         }
-        try {
-            writer.execute(() -> write(key, source));
-        } catch (RejectedExecutionException e) {
-            notAdmitted.increment(); // behind, or closed
+        if (writer.isShutdown()) {
+            notAdmitted.increment();
+            return;
         }
+        writer.execute(() -> write(key, source)); // behind: written here and now (CallerRunsPolicy)
     }
 
     private void write(BlockKey key, BlockSource source) {
@@ -202,10 +209,15 @@ public final class DiskCache implements AutoCloseable {
         if (Files.exists(file)) {
             return; // another process wrote it, or this one did before
         }
-        if (writeBuffer.capacity() < key.length()) {
-            writeBuffer = ByteBuffer.allocateDirect((int) key.length());
+        ByteBuffer data;
+        if (Thread.currentThread() == writerThread) {
+            if (writeBuffer.capacity() < key.length()) {
+                writeBuffer = ByteBuffer.allocateDirect((int) key.length());
+            }
+            data = writeBuffer.clear().limit((int) key.length());
+        } else {
+            data = ByteBuffer.allocate((int) key.length());
         }
-        ByteBuffer data = writeBuffer.clear().limit((int) key.length());
         if (!source.copyTo(data.duplicate())) {
             notAdmitted.increment();
             return;
