@@ -61,8 +61,11 @@ class RadosGateway:
             self.run("monmaptool", "--create", "--add", "a", f"v1:127.0.0.1:{mon_port}", "--fsid", fsid, str(self.dir / "monmap"))
             self.run("ceph-mon", "-c", self.conf, "--mkfs", "-i", "a", "--monmap", str(self.dir / "monmap"))
             self.daemon("ceph-mon", "-c", self.conf, "-i", "a", "-f")
-            self.run("ceph", "-c", self.conf, "--connect-timeout", "30", "osd", "create")
-            self.run("ceph-osd", "-c", self.conf, "-i", "0", "--mkfs")
+            # the OSD's uuid given to both, as a manual deployment does: an OSD that made up its own at
+            # --mkfs is refused at boot now and then ("wrong fsid") by a monitor that recorded another
+            osd_uuid = str(uuid.uuid4())
+            self.run("ceph", "-c", self.conf, "--connect-timeout", "30", "osd", "create", osd_uuid)
+            self.run("ceph-osd", "-c", self.conf, "-i", "0", "--mkfs", "--osd-uuid", osd_uuid)
             self.daemon("ceph-osd", "-c", self.conf, "-i", "0", "-f")
             self.daemon("radosgw", "-c", self.conf, "-n", "client.rgw.a", "-f")
             self.wait_for_gateway()
@@ -92,8 +95,9 @@ class RadosGateway:
                 pass
             for d, log in zip(self.daemons, ("mon.a", "osd.0", "client.rgw.a")):
                 if d.poll() is not None:
-                    tail = (self.dir / f"{log}.log").read_text(errors="replace")[-1500:] if (self.dir / f"{log}.log").exists() else ""
-                    raise RuntimeError(f"{d.args[0]} exited with {d.returncode}: {tail}")
+                    text = (self.dir / f"{log}.log").read_text(errors="replace") if (self.dir / f"{log}.log").exists() else ""
+                    errors = "\n".join(line for line in text.splitlines() if " -1 " in line)[-1500:]  # ceph's error lines
+                    raise RuntimeError(f"{d.args[0]} exited with {d.returncode}: {errors or text[-1500:]}")
             if time.time() > deadline:
                 raise RuntimeError(f"radosgw did not answer within 120 s; logs in {self.dir}")
             time.sleep(0.2)
