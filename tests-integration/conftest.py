@@ -118,7 +118,31 @@ class S3Server:
         self.proc.wait(30)
 
 
-class Agent:
+class Os2gProcess:
+    """An os2g process logging to `self.log`."""
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def signal_and_wait(self, sig, timeout):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(timeout)
+
+
+def tree_sizes(root):
+    """Every file under `root`, relative path -> size, as os.walk and stat see them."""
+    seen = {}
+    for d, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(d, name)
+            seen[os.path.relpath(path, root)] = os.stat(path).st_size
+    return seen
+
+
+class Agent(Os2gProcess):
     """A foreground `os2g agent` on a socket in `work`, with `env` (default: the S3 server's credentials)."""
 
     def __init__(self, server, work, extra=(), env=None):
@@ -135,18 +159,11 @@ class Agent:
             assert time.time() < deadline, self.output()
             time.sleep(0.05)
 
-    def output(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
     def stop(self, sig=signal.SIGTERM):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        return self.proc.wait(30)
+        return self.signal_and_wait(sig, 30)
 
 
-class Mount:
+class Mount(Os2gProcess):
     """A foreground `os2g mount` process; usable once the kernel lists the mount."""
 
     def __init__(self, server, bucket, extra=(), env=None, staging=None, credentials=True):
@@ -170,15 +187,8 @@ class Mount:
                 raise RuntimeError(f"mount did not appear: {self.output()}")
             time.sleep(0.05)
 
-    def output(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
     def stop(self, sig=signal.SIGTERM):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        rc = self.proc.wait(60)
+        rc = self.signal_and_wait(sig, 60)
         if mounted(self.path):
             subprocess.run(["fusermount3", "-u", "-z", str(self.path)], check=False)
         return rc

@@ -43,10 +43,6 @@ rgw data = {dir}/rgw
 """
 
 
-def available():
-    return all(shutil.which(c) for c in ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "monmaptool", "ceph"))
-
-
 class RadosGateway:
     def __init__(self, mon_port, rgw_port):
         self.dir = Path(tempfile.mkdtemp(prefix="os2g-rgw-"))

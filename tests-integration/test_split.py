@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (CREDENTIALS_ENV, OS2G, SECRET_KEY, Agent, Mount, Tally, mounted, payload, read_verified,
+from conftest import (CREDENTIALS_ENV, OS2G, SECRET_KEY, Agent, tree_sizes, Mount, Tally, mounted, payload, read_verified,
                       run_os2g, sha256)
 
 FILES = {f"train/c{c}/{i:03d}.jpg": payload(20_000 + 997 * i, 100 * c + i) for c in range(3) for i in range(30)}
@@ -44,12 +44,7 @@ def split(s3, request):
 
 def test_split_mode_returns_the_same_bytes_and_tree(split):
     agent, m = split
-    seen = {}
-    for root, _, files in os.walk(m.path):
-        for name in files:
-            path = os.path.join(root, name)
-            seen[os.path.relpath(path, m.path)] = os.stat(path).st_size
-    assert seen == {k: len(v) for k, v in FILES.items()}
+    assert tree_sizes(m.path) == {k: len(v) for k, v in FILES.items()}
     for key, digest in HASHES.items():
         read_verified(m.path / key, digest)
     Tally.add("split mode: files verified", len(FILES))

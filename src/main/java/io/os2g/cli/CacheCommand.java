@@ -36,7 +36,7 @@ final class CacheCommand implements Runnable {
 
         @Override
         public Integer call() {
-            DiskCache.Summary s = summary(directory);
+            DiskCache.Summary s = onCache(directory, () -> DiskCache.summarize(directory));
             System.out.printf("{\"blocks\": %d, \"bytes\": %d, \"size\": \"%s\", \"oldest_use\": %s, \"newest_use\": %s, "
                             + "\"file_system_free_bytes\": %d, \"file_system_bytes\": %d}%n",
                     s.blocks(), s.bytes(), Sizes.format(s.bytes()), instant(s.oldestUseMillis()), instant(s.newestUseMillis()),
@@ -55,21 +55,20 @@ final class CacheCommand implements Runnable {
 
         @Override
         public Integer call() {
-            try {
-                long removed = DiskCache.clear(directory);
-                System.out.println("os2g: removed " + removed + " blocks from " + directory);
-                return 0;
-            } catch (DiskCache.CacheDirectoryException e) {
-                throw new UsageError(e.getMessage());
-            } catch (IOException e) {
-                throw new UsageError("cannot clear " + directory + ": " + e.getMessage());
-            }
+            long removed = onCache(directory, () -> DiskCache.clear(directory));
+            System.out.println("os2g: removed " + removed + " blocks from " + directory);
+            return 0;
         }
     }
 
-    private static DiskCache.Summary summary(Path directory) {
+    /** What a cache directory's operation returns; its failures are the user's one line. */
+    private interface CacheOperation<T> {
+        T run() throws IOException;
+    }
+
+    private static <T> T onCache(Path directory, CacheOperation<T> operation) {
         try {
-            return DiskCache.summarize(directory);
+            return operation.run();
         } catch (DiskCache.CacheDirectoryException e) {
             throw new UsageError(e.getMessage());
         } catch (IOException e) {
