@@ -4,6 +4,7 @@ with no GET, a corrupted block is refetched and never served, and bad cache sett
 one line."""
 
 import json
+import mmap
 import os
 import subprocess
 import time
@@ -18,8 +19,12 @@ SIZE = 1 << 20  # 24 MiB of data through an 8 MiB staging region
 ARGS = ["--staging-size", "8M", "--chunk-size", "1M", "--max-readahead", "1M", "--dir-prefetch", "0"]
 
 
+def shim_stats(m):
+    return json.loads((m.path / ".os2g" / "stats").read_text())
+
+
 def stats(m):
-    return json.loads((m.path / ".os2g" / "stats").read_text())["agent"]
+    return shim_stats(m)["agent"]
 
 
 def forget_pages(path):
@@ -88,6 +93,49 @@ def test_epochs_after_the_first_and_a_remount_read_from_disk_with_no_get(s3, dat
     assert json.loads(run_os2g("cache", "stats", str(cache)).stdout)["blocks"] == 0
 
 
+def test_whole_files_on_disk_are_read_by_the_kernel_and_an_inode_is_read_one_way(s3, dataset, tmp_path):
+    """A file whose whole object is in the cache is read by the kernel from the block file (FUSE
+    passthrough): no READ reaches the shim. The kernel reads all opens of one inode one way, so an open
+    while the file is open the other way must still read right (never EIO): through the page cache while
+    a cached open lasts, and from the first open's file while a passthrough open lasts, even with the
+    block deleted from the cache meanwhile."""
+    bucket, hashes = dataset
+    cache = tmp_path / "cache"
+    names = list(hashes)[:4]
+    m = Mount(s3, bucket, [*ARGS, "--cache-dir", str(cache)])
+    try:
+        held = open(m.path / names[0], "rb")  # opened before its block is on disk: read through the page cache
+        assert sha256(held.read()) == hashes[names[0]]
+        for name in names[1:]:
+            read_verified(m.path / name, hashes[name])
+        written_all(m, len(names) * SIZE)
+
+        before = shim_stats(m)
+        read_verified(m.path / names[0], hashes[names[0]])  # on disk now, but its inode has a cached open
+        assert shim_stats(m)["passthrough_opens"] == before["passthrough_opens"]
+        held.close()
+        before = shim_stats(m)
+        with open(m.path / names[1], "rb") as f:
+            assert sha256(f.read()) == hashes[names[1]]
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                assert sha256(mapped[:]) == hashes[names[1]], "mapped by passthrough too"
+        after = shim_stats(m)
+        assert after["passthrough_opens"] == before["passthrough_opens"] + 1, after
+        assert after["bytes_served"] == before["bytes_served"], "no READ reached the shim"
+
+        with open(m.path / names[2], "rb") as by_kernel:
+            r = run_os2g("cache", "clear", str(cache))
+            assert r.returncode == 0, r.stderr
+            forget_pages(m.path / names[2])
+            read_verified(m.path / names[2], hashes[names[2]])  # the block deleted: the open file's still read
+            assert sha256(by_kernel.read()) == hashes[names[2]], "the open kept its file"
+        s = shim_stats(m)
+        assert s["errors"] == 0, s["errors_by_errno"]
+        Tally.add("whole files read by the kernel from the disk cache")
+    finally:
+        assert m.stop() == 0
+
+
 LOADER = r"""
 import hashlib, json, os, sys
 import torch
@@ -143,7 +191,7 @@ def test_a_corrupted_or_truncated_block_is_refetched_never_served(s3, dataset, t
         written_all(m, len(names) * SIZE)
     finally:
         assert m.stop() == 0
-    blocks = sorted((cache / "os2g-cache-v1" / "blocks").rglob("*.blk"))
+    blocks = sorted((cache / "os2g-cache-v2" / "blocks").rglob("*.blk"))
     assert len(blocks) == len(names)
     with open(blocks[0], "r+b") as f:  # a flipped byte in the data
         f.seek(-5000, os.SEEK_END)

@@ -31,6 +31,7 @@ public final class Agent implements AutoCloseable {
     private final HintedPrefetcher warm;
     private final Namespace namespace;
     private final DiskCache cache;
+    private final String cacheScope;
     private final ConcurrentHashMap<Long, OpenFile> handles = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
 
@@ -53,6 +54,7 @@ public final class Agent implements AutoCloseable {
         this.config = config;
         this.layout = new ChunkLayout(config.chunkSize());
         this.cache = cache;
+        this.cacheScope = cacheScope;
         this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight(), cache, cacheScope);
         this.prefetcher = new DirectoryPrefetcher(namespace, fetcher, placements(store),
                 index, config.chunkSize(), config.directoryPrefetch());
@@ -179,6 +181,18 @@ public final class Agent implements AutoCloseable {
         if (open != null) {
             hints.onRelease(open.file());
         }
+    }
+
+    /**
+     * The disk cache's file holding the whole of object version {@code key}/{@code etag} (one block: a
+     * file no larger than a chunk), verified, for the kernel to read itself (FUSE passthrough); null when
+     * the cache does not hold it or there is no cache.
+     */
+    public java.nio.file.Path cachedFile(String key, String etag, long size) {
+        if (cache == null || size <= 0 || size > config.chunkSize()) {
+            return null;
+        }
+        return cache.verifiedFile(new io.os2g.diskcache.BlockKey(cacheScope, key, etag, 0, size));
     }
 
     /** The disk tier below staging, or null. */

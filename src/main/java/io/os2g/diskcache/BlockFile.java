@@ -7,22 +7,30 @@ import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.channels.ReadableByteChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.UserDefinedFileAttributeView;
 import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.zip.CRC32C;
 
 /**
- * One cached block on disk: a header (magic, the key's canonical form, the data's length and CRC32C)
- * and the data. Written whole to a temporary file and renamed into place, so a reader in any process
- * sees a whole block or none; read through {@link Reader}, which checksums the data as it goes.
+ * One cached block on disk: a file holding exactly the block's bytes, so the kernel can read it for a
+ * FUSE file as it is (passthrough), and its header in the extended attribute {@code user.os2g.block}
+ * (magic, the data's length and CRC32C, the SHA-256 of the key's canonical form). Written whole to a
+ * temporary file and renamed into place, so a reader in any process sees a whole block or none; read
+ * through {@link Reader}, which checksums the data as it goes.
  */
 final class BlockFile {
 
-    private static final byte[] MAGIC = "os2gblk1".getBytes(StandardCharsets.US_ASCII);
-    /** magic, key length, data length, data CRC32C. */
-    private static final int FIXED = 8 + 4 + 8 + 4;
-    private static final int MAX_KEY = 64 * 1024;
+    /** The extended attribute holding the header ({@code user.} is the JDK's namespace for these). */
+    static final String ATTRIBUTE = "os2g.block";
+    private static final byte[] MAGIC = "os2gblk2".getBytes(StandardCharsets.US_ASCII);
+    /** magic, data length, data CRC32C, SHA-256 of the key. */
+    private static final int HEADER = 8 + 8 + 4 + 32;
 
     private BlockFile() {
     }
@@ -36,63 +44,62 @@ final class BlockFile {
 
     /** Writes {@code data} (position to limit) as the block of {@code key} into {@code file}, which must not exist. */
     static void write(Path file, BlockKey key, ByteBuffer data) throws IOException {
-        byte[] canonical = key.canonical().getBytes(StandardCharsets.UTF_8);
         CRC32C crc = new CRC32C();
         crc.update(data.duplicate());
-        ByteBuffer header = ByteBuffer.allocate(FIXED + canonical.length).order(ByteOrder.LITTLE_ENDIAN);
-        header.put(MAGIC).putInt(canonical.length).putLong(data.remaining()).putInt((int) crc.getValue()).put(canonical).flip();
+        ByteBuffer header = ByteBuffer.allocate(HEADER).order(ByteOrder.LITTLE_ENDIAN);
+        header.put(MAGIC).putLong(data.remaining()).putInt((int) crc.getValue()).put(HexFormat.of().parseHex(key.fileName())).flip();
         try (FileChannel out = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-            ByteBuffer[] both = {header, data.duplicate()};
-            long total = header.remaining() + (long) data.remaining();
-            long written = 0;
-            while (written < total) {
-                written += out.write(both);
+            ByteBuffer bytes = data.duplicate();
+            while (bytes.hasRemaining()) {
+                out.write(bytes);
             }
         }
+        attributes(file).write(ATTRIBUTE, header);
+    }
+
+    private static UserDefinedFileAttributeView attributes(Path file) {
+        return Files.getFileAttributeView(file, UserDefinedFileAttributeView.class);
     }
 
     /**
      * Opens the block of {@code key} in {@code file} for reading its data.
      *
-     * @throws java.nio.file.NoSuchFileException when there is none
+     * @throws NoSuchFileException when there is none
      * @throws Corrupt when the file is not a whole block of this key and length
      */
     static Reader open(Path file, BlockKey key) throws IOException {
         FileChannel in = FileChannel.open(file, StandardOpenOption.READ);
         try {
-            ByteBuffer fixed = ByteBuffer.allocate(FIXED).order(ByteOrder.LITTLE_ENDIAN);
-            readFully(in, fixed, 0);
-            byte[] magic = new byte[MAGIC.length];
-            fixed.flip().get(magic);
-            int keyLength = fixed.getInt();
-            long dataLength = fixed.getLong();
-            int crc = fixed.getInt();
-            if (!Arrays.equals(magic, MAGIC) || keyLength < 0 || keyLength > MAX_KEY) {
+            ByteBuffer header = ByteBuffer.allocate(HEADER).order(ByteOrder.LITTLE_ENDIAN);
+            try {
+                attributes(file).read(ATTRIBUTE, header);
+            } catch (NoSuchFileException e) {
+                throw e; // swept between the open and here: a miss
+            } catch (FileSystemException e) {
+                throw new Corrupt("no block header (" + e.getReason() + ")");
+            }
+            if (header.position() != HEADER) {
                 throw new Corrupt("not a block file");
             }
-            ByteBuffer stored = ByteBuffer.allocate(keyLength);
-            readFully(in, stored, FIXED);
-            String storedKey = new String(stored.array(), StandardCharsets.UTF_8);
-            if (!storedKey.equals(key.canonical()) || dataLength != key.length()) {
+            byte[] magic = new byte[MAGIC.length];
+            header.flip().get(magic);
+            long dataLength = header.getLong();
+            int crc = header.getInt();
+            byte[] hash = new byte[32];
+            header.get(hash);
+            if (!Arrays.equals(magic, MAGIC)) {
+                throw new Corrupt("not a block file");
+            }
+            if (!Arrays.equals(hash, HexFormat.of().parseHex(key.fileName())) || dataLength != key.length()) {
                 throw new Corrupt("a block of another key");
             }
-            long dataStart = FIXED + keyLength;
-            if (in.size() != dataStart + dataLength) {
-                throw new Corrupt("a block of " + (in.size() - dataStart) + " bytes where " + dataLength + " were written");
+            if (in.size() != dataLength) {
+                throw new Corrupt("a block of " + in.size() + " bytes where " + dataLength + " were written");
             }
-            in.position(dataStart);
             return new Reader(in, dataLength, crc);
         } catch (IOException | RuntimeException e) {
             in.close();
             throw e;
-        }
-    }
-
-    private static void readFully(FileChannel in, ByteBuffer target, long position) throws IOException {
-        while (target.hasRemaining()) {
-            if (in.read(target, position + target.position()) < 0) {
-                throw new Corrupt("a block cut short");
-            }
         }
     }
 
@@ -136,14 +143,21 @@ final class BlockFile {
             if (len == 0) {
                 return 0;
             }
-            int n = read(ByteBuffer.wrap(b, off, len));
-            return n;
+            return read(ByteBuffer.wrap(b, off, len));
         }
 
         @Override
         public int read() throws IOException {
             byte[] one = new byte[1];
             return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+        }
+
+        /** Reads the rest of the block through {@code scratch} (checksumming it), then {@link #verify}. */
+        void readToEndAndVerify(ByteBuffer scratch) throws IOException {
+            while (read(scratch.clear()) >= 0) {
+                // checksummed as read
+            }
+            verify();
         }
 
         /** @throws Corrupt when not all was read, or the bytes are not those written */

@@ -36,7 +36,7 @@ public final class DiskCache implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(DiskCache.class);
     /** The layout's directory under the cache directory: another layout would be another name. */
-    static final String LAYOUT = "os2g-cache-v1";
+    static final String LAYOUT = "os2g-cache-v2";
     /** What a cache directory must have left above its floor of free space. */
     static final long MIN_ROOM = 64L << 20;
     /** Blocks written between two sweeps, at most (a tenth of the size bound, else 1 GiB). */
@@ -62,6 +62,8 @@ public final class DiskCache implements AutoCloseable {
     /** The writer thread's buffer (a fetch writing a block itself, the writer being behind, takes a heap one). */
     private ByteBuffer writeBuffer = ByteBuffer.allocateDirect(0);
     private volatile Thread writerThread;
+    /** Each caller's buffer for checksumming a block it hands on unread ({@link #verifiedFile}). */
+    private final ThreadLocal<ByteBuffer> verifyBuffers = ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(64 << 10));
 
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
@@ -125,8 +127,12 @@ public final class DiskCache implements AutoCloseable {
         }
         try {
             Path probe = Files.createTempFile(root.resolve("tmp"), "probe", ".tmp");
-            Files.write(probe, new byte[] {1});
-            Files.delete(probe);
+            try {
+                Files.write(probe, new byte[] {1});
+                probeAttributes(directory, probe);
+            } finally {
+                Files.delete(probe);
+            }
         } catch (IOException e) {
             throw new CacheDirectoryException("cache directory " + directory + " is not writable: " + reason(e));
         }
@@ -140,6 +146,22 @@ public final class DiskCache implements AutoCloseable {
         DiskCache cache = new DiskCache(root, sweeper, maxBytes);
         cache.writer.execute(cache::sweep); // what other processes left, and a bound that shrank
         return cache;
+    }
+
+    /** Each block's header is an extended attribute: a file system without them cannot hold the cache. */
+    private static void probeAttributes(Path directory, Path probe) throws IOException {
+        try {
+            java.nio.file.attribute.UserDefinedFileAttributeView view =
+                    Files.getFileAttributeView(probe, java.nio.file.attribute.UserDefinedFileAttributeView.class);
+            if (view == null) {
+                throw new UnsupportedOperationException("no extended attributes");
+            }
+            view.write(BlockFile.ATTRIBUTE, ByteBuffer.wrap(new byte[] {1}));
+        } catch (java.nio.file.FileSystemException | UnsupportedOperationException e) {
+            throw new CacheDirectoryException("cache directory " + directory + " is on a file system without user extended "
+                    + "attributes, which hold each block's checksum (" + (e instanceof java.nio.file.FileSystemException f
+                    && f.getReason() != null ? f.getReason() : e.getMessage()) + ")");
+        }
     }
 
     private static String reason(Exception e) {
@@ -167,6 +189,31 @@ public final class DiskCache implements AutoCloseable {
             dropCorrupt(file, key, e.toString()); // unreadable, as bad as corrupt
             return false;
         }
+        served(file, key);
+        return true;
+    }
+
+    /**
+     * The file holding exactly the block of {@code key}, once its bytes are verified here, for the kernel
+     * to read itself; null when this cache has no good copy (a bad one is dropped and counted). A hit:
+     * the block counts as recently used.
+     */
+    public Path verifiedFile(BlockKey key) {
+        Path file = path(key);
+        try (BlockFile.Reader in = BlockFile.open(file, key)) {
+            in.readToEndAndVerify(verifyBuffers.get());
+        } catch (NoSuchFileException e) {
+            misses.increment();
+            return null;
+        } catch (IOException | UncheckedIOException e) {
+            dropCorrupt(file, key, e.getMessage());
+            return null;
+        }
+        served(file, key);
+        return file;
+    }
+
+    private void served(Path file, BlockKey key) {
         hits.increment();
         bytesRead.add(key.length());
         try {
@@ -174,7 +221,6 @@ public final class DiskCache implements AutoCloseable {
         } catch (IOException e) {
             // swept meanwhile by another process: it was served whole already
         }
-        return true;
     }
 
     private void dropCorrupt(Path file, BlockKey key, String why) {
@@ -358,6 +404,24 @@ public final class DiskCache implements AutoCloseable {
         for (Sweeper.Block b : sweeper.list()) {
             if (Files.deleteIfExists(b.path())) {
                 removed++;
+            }
+        }
+        return removed + clearOlderLayout(directory);
+    }
+
+    /** The blocks of the layout before this one (headers inside the files), which no os2g reads any more. */
+    private static long clearOlderLayout(Path directory) throws IOException {
+        Path older = directory.resolve("os2g-cache-v1");
+        if (!Files.isDirectory(older)) {
+            return 0;
+        }
+        long removed = 0;
+        try (java.util.stream.Stream<Path> tree = Files.walk(older)) {
+            for (Path p : tree.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                if (p.toString().endsWith(".blk")) {
+                    removed++;
+                }
+                Files.deleteIfExists(p);
             }
         }
         return removed;

@@ -21,20 +21,25 @@ public interface FuseFileSystem {
     }
 
     /**
-     * An open file: its handle comes back with each read and the release. With a {@code backing}
-     * descriptor (a file holding exactly this file's bytes at their own offsets), the kernel reads that
-     * file itself (FUSE passthrough) where the mount may: then no READ comes for this open. The
-     * session closes the descriptor once the kernel has registered it; -1 for none.
+     * An open file: its handle comes back with each read and the release. With a {@code backing} file
+     * (one holding exactly this file's bytes at their own offsets), the kernel reads that file itself
+     * (FUSE passthrough) where the mount agreed to it ({@link #passthroughAgreed}): then no READ comes
+     * for this open. Null for none.
      */
-    record Opened(long handle, int backing, boolean directIo) {
+    record Opened(long handle, java.nio.file.Path backing, boolean directIo) {
         /** An open whose pages the kernel keeps across opens (until the attributes show a change). */
         public static Opened handle(long handle) {
-            return new Opened(handle, -1, false);
+            return new Opened(handle, null, false);
         }
 
         /** An open read past the page cache: every read reaches the file system (a fresh snapshot, a control file). */
         public static Opened direct(long handle) {
-            return new Opened(handle, -1, true);
+            return new Opened(handle, null, true);
+        }
+
+        /** An open the kernel reads from {@code backing} where it can, else as {@link #handle}. */
+        public static Opened backedBy(long handle, java.nio.file.Path backing) {
+            return new Opened(handle, backing, false);
         }
     }
 
@@ -64,6 +69,14 @@ public interface FuseFileSystem {
 
     /** The directory's entries, "." and ".." included, in a stable order. */
     List<Entry> list(long directory);
+
+    /** INIT agreed to passthrough: opens may name backing files from now on ({@link Opened#backedBy}). */
+    default void passthroughAgreed() {
+    }
+
+    /** The kernel reads open {@code handle} from its backing file itself: no READ comes for it. */
+    default void passthroughOpened(long handle) {
+    }
 
     /** READDIRPLUS handed {@code entry} of {@code directory} to the kernel: one more lookup of its node. */
     default void entrySent(long directory, Entry entry) {

@@ -33,9 +33,6 @@ public final class FuseSession implements AutoCloseable {
     static final int FATTR_SIZE = 1 << 3;
     static final int FOPEN_DIRECT_IO = 1, FOPEN_KEEP_CACHE = 1 << 1;
     static final int FOPEN_PASSTHROUGH = 1 << 7;
-    /** _IOW(229, 1, struct fuse_backing_map) and _IOW(229, 2, uint32_t) (the asm-generic encoding of x86-64 and arm64). */
-    static final long FUSE_DEV_IOC_BACKING_OPEN = 0x4010E501L;
-    static final long FUSE_DEV_IOC_BACKING_CLOSE = 0x4004E502L;
     /** max_background in INIT: the kernel's readahead READs in flight at once. */
     static final int MAX_BACKGROUND = 64;
 
@@ -80,8 +77,8 @@ public final class FuseSession implements AutoCloseable {
     private volatile boolean passthrough;
     /** READs left to another holder of the descriptor and not answered yet, by request number. */
     private final java.util.concurrent.ConcurrentHashMap<Long, ForwardedRead> forwardedReads = new java.util.concurrent.ConcurrentHashMap<>();
-    /** Backing ids of the opens read by passthrough, by handle, to unregister at release. */
-    private final java.util.concurrent.ConcurrentHashMap<Long, Integer> backingIds = new java.util.concurrent.ConcurrentHashMap<>();
+    /** The backing files of the opens the kernel reads itself, and each node's way of reading. */
+    private final BackingFiles backingFiles;
     /**
      * Each open directory's entries, listed at its first READDIR and kept until RELEASEDIR: the kernel
      * reads a directory a page at a time, and a listing per page would make a large one quadratic.
@@ -103,6 +100,7 @@ public final class FuseSession implements AutoCloseable {
      */
     FuseSession(int device, FuseFileSystem fs, int threads, Timeouts timeouts, int pageSize, int largestRequest) {
         this.device = device;
+        this.backingFiles = new BackingFiles(device);
         this.fs = fs;
         this.timeouts = timeouts;
         this.blockSize = fs.blockSize();
@@ -399,17 +397,15 @@ public final class FuseSession implements AutoCloseable {
 
     private void open(long node, MemorySegment body, SmallReply reply) {
         FuseFileSystem.Opened opened = fs.open(node, body.get(INT, 0));
-        int backingId = opened.backing() < 0 ? -1 : registerBacking(opened.backing());
+        BackingFiles.Mode mode = backingFiles.open(node, opened.handle(), passthrough ? opened.backing() : null, opened.directIo());
         MemorySegment o = reply.body();
         o.set(LONG, 0, opened.handle());
-        if (backingId >= 0) {
-            backingIds.put(opened.handle(), backingId);
-            o.set(INT, 8, FOPEN_PASSTHROUGH); // the kernel refuses KEEP_CACHE with it
-            o.set(INT, 12, backingId);
-        } else {
-            o.set(INT, 8, opened.directIo() ? FOPEN_DIRECT_IO : FOPEN_KEEP_CACHE);
-        }
+        o.set(INT, 8, mode.openFlags());
+        o.set(INT, 12, mode.backingId());
         reply.send(16);
+        if (mode.backingId() > 0) {
+            fs.passthroughOpened(opened.handle());
+        }
     }
 
     private void write(long node, MemorySegment body, SmallReply reply) {
@@ -420,10 +416,7 @@ public final class FuseSession implements AutoCloseable {
 
     private void release(long node, MemorySegment body, SmallReply reply) {
         long handle = body.get(LONG, 0);
-        Integer backingId = backingIds.remove(handle);
-        if (backingId != null) {
-            unregisterBacking(backingId);
-        }
+        backingFiles.release(handle);
         fs.release(node, handle);
         reply.send(0);
     }
@@ -509,41 +502,10 @@ public final class FuseSession implements AutoCloseable {
         Negotiation agreed = answer.negotiation();
         if (agreed != null) { // null: a newer major was told 7.x, and the kernel asks again
             passthrough = agreed.passthrough();
+            if (passthrough) {
+                fs.passthroughAgreed();
+            }
             init.complete(agreed);
-        }
-    }
-
-    /**
-     * The kernel's id for {@code fd} as a passthrough backing file, or -1 where it cannot be one (no
-     * passthrough on this mount; registering needs CAP_SYS_ADMIN): the open is then served by READs.
-     * The descriptor is closed either way: the kernel keeps its own reference.
-     */
-    private int registerBacking(int fd) {
-        try {
-            if (!passthrough) {
-                return -1;
-            }
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment map = arena.allocate(16, 8); // struct fuse_backing_map {fd, flags, padding}
-                map.set(INT, 0, fd);
-                int id = Native.ioctl(device, FUSE_DEV_IOC_BACKING_OPEN, map);
-                if (id < 0) {
-                    LOG.debug("passthrough refused (errno {}): reads go through the session", Native.errno());
-                }
-                return id;
-            }
-        } finally {
-            Native.close(fd);
-        }
-    }
-
-    private void unregisterBacking(int id) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment value = arena.allocate(ValueLayout.JAVA_INT);
-            value.set(ValueLayout.JAVA_INT, 0, id);
-            if (Native.ioctl(device, FUSE_DEV_IOC_BACKING_CLOSE, value) != 0) {
-                LOG.warn("releasing passthrough backing {} failed: errno {}", id, Native.errno());
-            }
         }
     }
 

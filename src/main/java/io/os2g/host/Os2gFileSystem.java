@@ -70,6 +70,8 @@ public final class Os2gFileSystem implements FuseFileSystem {
     private final AtomicLong nextHandle = new AtomicLong(1);
     /** Each FUSE thread's buffer for reads that are copied, not spliced. */
     private final ThreadLocal<MemorySegment> copyBuffers = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(LARGEST_READ, 4096));
+    /** Whether the kernel reads backing files itself (INIT agreed to passthrough). */
+    private volatile boolean passthrough;
     /** Whether a bucket's own {@code .os2g/} was logged as hidden by the control directory (once). */
     private volatile boolean shadowReported;
 
@@ -112,6 +114,16 @@ public final class Os2gFileSystem implements FuseFileSystem {
         } catch (RuntimeException e) {
             throw failure("lookup", path, e);
         }
+    }
+
+    @Override
+    public void passthroughAgreed() {
+        passthrough = true;
+    }
+
+    @Override
+    public void passthroughOpened(long handle) {
+        metrics.passthroughOpened();
     }
 
     @Override
@@ -224,13 +236,16 @@ public final class Os2gFileSystem implements FuseFileSystem {
             if (!(resolved instanceof Node.File file)) {
                 throw new StagedReader.ReadException(Errno.EISDIR, path, null);
             }
-            long agentHandle = link.open(new OpenRequest(file.inode(), file.key(), file.etag(), file.size()));
+            OpenRequest request = new OpenRequest(file.inode(), file.key(), file.etag(), file.size());
+            long agentHandle = link.open(request);
             long fh = nextHandle.getAndIncrement();
             handles.put(fh, new OpenHandle(file, agentHandle));
             metrics.openFiles(1);
+            // a whole object in the agent's disk cache: the kernel reads its file there (no READ comes)
+            java.nio.file.Path cached = passthrough ? link.cachedFile(request) : null;
             // the page cache survives this open; a new object version (new mtime or size at the next
             // getattr after the TTL) drops it in the kernel
-            return Opened.handle(fh);
+            return cached != null ? Opened.backedBy(fh, cached) : Opened.handle(fh);
         } catch (RuntimeException e) {
             throw failure("open", path, e);
         }

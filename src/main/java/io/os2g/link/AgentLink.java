@@ -36,6 +36,16 @@ public interface AgentLink extends AutoCloseable {
         done.accept(null, new LinkException(io.os2g.Errno.EIO, "this agent replies to no READs"));
     }
 
+    /**
+     * A local file holding exactly the bytes of the file version {@code request} names, verified, that
+     * the kernel may read itself (FUSE passthrough): the agent's disk cache holds the whole object. Null
+     * when there is none, and always from an agent in another process (its disk is not this one's to
+     * read: the shim never touches the cache).
+     */
+    default java.nio.file.Path cachedFile(OpenRequest request) {
+        return null;
+    }
+
     /** Tells the agent a range is being read (it was staged already), so its readahead moves on; no answer. */
     void hint(ReadRequest request);
 

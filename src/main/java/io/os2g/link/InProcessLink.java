@@ -21,6 +21,11 @@ public final class InProcessLink implements AgentLink {
     }
 
     @Override
+    public java.nio.file.Path cachedFile(OpenRequest request) {
+        return agent.cachedFile(request.key(), request.etag(), request.size());
+    }
+
+    @Override
     public CompletableFuture<Void> read(ReadRequest request) {
         return agent.read(request.handle(), request.offset(), request.length());
     }

@@ -43,6 +43,7 @@ public final class PrometheusMetrics {
         counter(registry, "os2g_bytes_served", "Bytes returned to readers", shim::bytesServed);
         counter(registry, "os2g_bytes_spliced", "Bytes of those moved to the kernel by splice (one copy, not two)", shim::bytesSpliced);
         counter(registry, "os2g_bytes_answered_by_agent", "Bytes of those the agent wrote to the kernel itself (split mode)", shim::bytesAnsweredByAgent);
+        counter(registry, "os2g_passthrough_opens", "Opens the kernel read from the disk cache's file itself (FUSE passthrough)", shim::passthroughOpens);
         counter(registry, "os2g_reads", "Read requests answered", shim::reads);
         counter(registry, "os2g_staging_hits", "Reads served from the staging region without waiting", shim::stagingHits);
         counter(registry, "os2g_staging_misses", "Reads that waited for a fetch", shim::stagingMisses);

@@ -17,6 +17,7 @@ public final class ReadMetrics {
     private final ConcurrentHashMap<Integer, LongAdder> errors = new ConcurrentHashMap<>();
     private final LongAdder requestsInFlight = new LongAdder();
     private final LongAdder openFiles = new LongAdder();
+    private final LongAdder passthroughOpens = new LongAdder();
     private final LongAdder hintsAccepted = new LongAdder();
     private final LongAdder hintsRejected = new LongAdder();
 
@@ -70,6 +71,15 @@ public final class ReadMetrics {
     /** Files open in the mount: +1 per open, -1 per release (which the kernel sends after close(2) returns). */
     public void openFiles(int delta) {
         openFiles.add(delta);
+    }
+
+    /** An open the kernel reads from the disk cache's file itself (FUSE passthrough): no READ reaches the shim. */
+    public void passthroughOpened() {
+        passthroughOpens.increment();
+    }
+
+    public long passthroughOpens() {
+        return passthroughOpens.sum();
     }
 
     public long openFiles() {

@@ -93,6 +93,7 @@ final class GatewayStats {
         doc.put("bytes_served", metrics.bytesServed());
         doc.put("bytes_spliced", metrics.bytesSpliced());
         doc.put("bytes_answered_by_agent", metrics.bytesAnsweredByAgent());
+        doc.put("passthrough_opens", metrics.passthroughOpens());
         doc.put("reads", metrics.reads());
         doc.put("open_files", metrics.openFiles());
         doc.put("staging_hits", metrics.stagingHits());

@@ -94,7 +94,7 @@ class FuseSessionMountTest {
 
         @Override
         public Opened open(long node, int flags) {
-            return mode == Mode.PASSTHROUGH ? new Opened(42, Native.open(source.toString(), 0), false) : Opened.handle(42);
+            return mode == Mode.PASSTHROUGH ? Opened.backedBy(42, source) : Opened.handle(42);
         }
 
         @Override

@@ -1,0 +1,140 @@
+package io.os2g.fuse;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The backing files the kernel reads itself (FUSE passthrough), registered on the device, and how each
+ * node's opens are read. The kernel reads all open files of one inode one way and fails an open (EIO)
+ * that breaks it: while a node has a passthrough open, every open of it must name that same backing
+ * file, and while it has an open read through the page cache, none may be passthrough. So an open joins
+ * its node's mode: a node read by passthrough serves each later open from its backing file (the
+ * version the first open found, until the last of them is released), a node read through the page cache
+ * keeps later opens there, and only a node with no open takes a new backing file. A backing file is
+ * unregistered when its node's last passthrough open is released.
+ */
+class BackingFiles {
+
+    private static final Logger LOG = LoggerFactory.getLogger(BackingFiles.class);
+    private static final int O_RDONLY = 0;
+    /** _IOW(229, 1, struct fuse_backing_map) and _IOW(229, 2, uint32_t) (the asm-generic encoding of x86-64 and arm64). */
+    static final long FUSE_DEV_IOC_BACKING_OPEN = 0x4010E501L;
+    static final long FUSE_DEV_IOC_BACKING_CLOSE = 0x4004E502L;
+
+    /** How one open is read: its FOPEN flags and backing id (0 for none). */
+    record Mode(int openFlags, int backingId) {
+    }
+
+    private static final class NodeState {
+        int backingId;
+        int passthroughOpens;
+        int cachedOpens;
+    }
+
+    /** What an open holds of its node's state, given back at release. */
+    private record Held(long node, boolean passthrough, boolean cached) {
+    }
+
+    private final int device;
+    private final Map<Long, NodeState> nodes = new HashMap<>();
+    private final Map<Long, Held> handles = new HashMap<>();
+    private long passthroughOpens;
+
+    BackingFiles(int device) {
+        this.device = device;
+    }
+
+    /**
+     * How open {@code handle} of {@code node} is read: by {@code backing} (null: none offered) where the
+     * kernel takes it, else through the page cache ({@code directIo}: past it).
+     */
+    synchronized Mode open(long node, long handle, Path backing, boolean directIo) {
+        if (directIo) {
+            return new Mode(FuseSession.FOPEN_DIRECT_IO, 0); // joins no inode mode
+        }
+        NodeState state = nodes.computeIfAbsent(node, n -> new NodeState());
+        if (state.backingId > 0) { // whatever this open offers: the kernel takes no other way now
+            state.passthroughOpens++;
+            passthroughOpens++;
+            handles.put(handle, new Held(node, true, false));
+            return new Mode(FuseSession.FOPEN_PASSTHROUGH, state.backingId);
+        }
+        if (backing != null && state.cachedOpens == 0) {
+            int id = register(backing);
+            if (id > 0) {
+                state.backingId = id;
+                state.passthroughOpens = 1;
+                passthroughOpens++;
+
+                handles.put(handle, new Held(node, true, false));
+                return new Mode(FuseSession.FOPEN_PASSTHROUGH, id); // the kernel refuses KEEP_CACHE with it
+            }
+        }
+        state.cachedOpens++;
+        handles.put(handle, new Held(node, false, true));
+        return new Mode(FuseSession.FOPEN_KEEP_CACHE, 0);
+    }
+
+    /** Gives back what open {@code handle} held; its node's backing file goes with its last passthrough open. */
+    synchronized void release(long handle) {
+        Held held = handles.remove(handle);
+        if (held == null) {
+            return;
+        }
+        NodeState state = nodes.get(held.node());
+        if (state == null) {
+            return;
+        }
+        if (held.passthrough() && --state.passthroughOpens == 0) {
+            unregister(state.backingId);
+            state.backingId = 0;
+        }
+        if (held.cached()) {
+            state.cachedOpens--;
+        }
+        if (state.passthroughOpens == 0 && state.cachedOpens == 0) {
+            nodes.remove(held.node());
+        }
+    }
+
+    /** Opens the kernel read by passthrough, since the mount began. */
+    synchronized long passthroughOpens() {
+        return passthroughOpens;
+    }
+
+    /** The kernel's id for {@code file} as a backing file, or 0 where it cannot be one (gone, refused). */
+    int register(Path file) {
+        int fd = Native.open(file.toString(), O_RDONLY | Native.O_CLOEXEC);
+        if (fd < 0) {
+            return 0; // swept since it was verified: READs
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment map = arena.allocate(16, 8); // struct fuse_backing_map {fd, flags, padding}
+            map.set(ValueLayout.JAVA_INT, 0, fd);
+            int id = Native.ioctl(device, FUSE_DEV_IOC_BACKING_OPEN, map);
+            if (id <= 0) {
+                LOG.debug("passthrough refused (errno {}): reads go through the session", Native.errno());
+                return 0;
+            }
+            return id;
+        } finally {
+            Native.close(fd); // the kernel keeps its own reference
+        }
+    }
+
+    void unregister(int id) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment value = arena.allocate(ValueLayout.JAVA_INT);
+            value.set(ValueLayout.JAVA_INT, 0, id);
+            if (Native.ioctl(device, FUSE_DEV_IOC_BACKING_CLOSE, value) != 0) {
+                LOG.warn("releasing passthrough backing {} failed: errno {}", id, Native.errno());
+            }
+        }
+    }
+}
