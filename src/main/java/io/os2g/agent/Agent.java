@@ -192,6 +192,7 @@ public final class Agent implements AutoCloseable {
         if (cache == null || size <= 0 || size > config.chunkSize()) {
             return null;
         }
+        prefetcher.kernelReadsCachedFiles(); // only a shim whose kernel reads them asks
         return cache.verifiedFile(new io.os2g.diskcache.BlockKey(cacheScope, key, etag, 0, size));
     }
 
@@ -211,6 +212,11 @@ public final class Agent implements AutoCloseable {
 
     public long fetchedBytes() {
         return fetcher.fetchedBytes();
+    }
+
+    /** Small files fetched into the disk cache ahead of their open, for the directory they are in. */
+    public long filledFiles() {
+        return fetcher.filledFiles();
     }
 
     /** Small files staged ahead of their open by the directory prefetcher. */

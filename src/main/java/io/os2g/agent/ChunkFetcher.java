@@ -65,6 +65,16 @@ final class ChunkFetcher implements AutoCloseable {
     private final DiskCache cache;
     private final String cacheScope;
     private final LongAdder fromDisk = new LongAdder();
+    /** GETs of whole small files straight into the disk cache, ahead of their readers ({@link #fill}). */
+    private final Semaphore fillSlots = new Semaphore(FILLS_IN_FLIGHT);
+    private final ConcurrentHashMap<ChunkKey, CompletableFuture<Void>> fills = new ConcurrentHashMap<>();
+    private final LongAdder filled = new LongAdder();
+
+    /**
+     * Fills in flight at once: enough to keep ahead of a loader's reads at the store's latency, few
+     * enough to leave the readers' own fetches (and this machine's cores) most of the room.
+     */
+    static final int FILLS_IN_FLIGHT = 8;
 
     ChunkFetcher(ObjectStore store, ExtentIndex index, ChunkLayout layout, int maxInFlight, DiskCache cache, String cacheScope) {
         this.store = store;
@@ -84,6 +94,10 @@ final class ChunkFetcher implements AutoCloseable {
         Throwable failed = recentFailures.getIfPresent(new Version(key, file.etag()));
         if (failed != null) {
             return CompletableFuture.failedFuture(failed);
+        }
+        CompletableFuture<Void> filling = fills.get(key);
+        if (filling != null) { // being fetched into the disk cache: staged from there once it is
+            return filling.thenCompose(done -> stage(file, chunk));
         }
         CompletableFuture<Void> mine = new CompletableFuture<>();
         CompletableFuture<Void> running = inFlight.putIfAbsent(key, mine);
@@ -243,6 +257,69 @@ final class ChunkFetcher implements AutoCloseable {
             inFlight.remove(key, done);
             done.completeExceptionally(t);
         }
+    }
+
+    /** Whether this fetcher keeps files in a disk cache, so that {@link #fill} can put them there. */
+    boolean fillsDisk() {
+        return cache != null;
+    }
+
+    /** What a directory may fill into the disk cache ({@link DiskCache#fillBudget}); 0 without one. */
+    long fillBudget() {
+        return cache == null ? 0 : cache.fillBudget();
+    }
+
+    /**
+     * Fetches the whole of small {@code file} (one chunk) into the disk cache, not into staging, unless
+     * it is there, staged or being fetched already: a directory being read through in an order the
+     * staging region cannot hold (a shuffled epoch of a set larger than memory) is then read from disk.
+     * Completes when done; a fill that fails is only a miss for the reader later.
+     */
+    CompletableFuture<Void> fill(Node.File file) {
+        ChunkKey key = new ChunkKey(file.inode(), 0);
+        BlockKey block = new BlockKey(cacheScope, file.key(), file.etag(), 0, file.size());
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        if (fills.putIfAbsent(key, done) != null) {
+            return CompletableFuture.completedFuture(null);
+        }
+        try {
+            executor.execute(() -> {
+                try {
+                    fillSlots.acquire();
+                    try {
+                        if (!index.view().contains(key, file.etag()) && !inFlight.containsKey(key) && !cache.contains(block)) {
+                            byte[] bytes = new byte[(int) file.size()];
+                            store.read(file.key(), 0, file.size(), file.etag(), body -> {
+                                if (body.readNBytes(bytes, 0, bytes.length) != bytes.length) {
+                                    throw new java.io.EOFException("body ended early: " + file.key());
+                                }
+                            });
+                            fetched.increment();
+                            fetchedBytes.add(bytes.length);
+                            filled.increment();
+                            cache.put(block, java.nio.ByteBuffer.wrap(bytes)); // on disk before a waiting reader looks
+                        }
+                    } finally {
+                        fillSlots.release();
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } catch (Exception e) {
+                    failures.increment();
+                    LOG.debug("fill of {} into the disk cache failed: {}", file.key(), e.toString());
+                }
+                fills.remove(key, done);
+                done.complete(null);
+            });
+        } catch (RejectedExecutionException e) {
+            fills.remove(key, done);
+            done.complete(null); // shutting down
+        }
+        return done;
+    }
+
+    long filledFiles() {
+        return filled.sum();
     }
 
     /** The staged bytes of {@code key} into {@code target} (the disk cache's writer); false once they are evicted. */

@@ -33,8 +33,11 @@ import java.util.concurrent.atomic.LongAdder;
  * left to the per-file readahead. A staged file stays pinned by the agent until it is opened (or its
  * directory goes idle): without that, once the region is full of data already read, eviction takes the
  * prefetched files before the readers reach them and the fetches are wasted; the pins stay within the
- * quarter of the region. Explicit hints (an epoch's order) are better still and take precedence when a
- * loader gives them.
+ * quarter of the region. With a disk cache, the directory's small files are also filled into it in
+ * listing order, ahead of the readers (a growing number per open, while the whole directory fits half
+ * of what the cache may take): a shuffled epoch over a set larger than memory then reads most files
+ * from disk even the first time. Explicit hints (an epoch's order) are better still and take
+ * precedence when a loader gives them.
  */
 final class DirectoryPrefetcher {
 
@@ -45,6 +48,12 @@ final class DirectoryPrefetcher {
      * and padding, PAX headers with long names): cheaper to read and drop than a second round trip.
      */
     private static final long MAX_GAP = 16 * 1024;
+    /**
+     * Files a directory may fill into the disk cache per open of it so far: enough to run far ahead of a
+     * shuffled epoch within its first few hundred opens, while a reader that opens a handful of files
+     * costs a bounded number of GETs.
+     */
+    private static final int FILL_PER_OPEN = 16;
     /** Directories tracked at once (most recently opened in). */
     private static final int MAX_DIRECTORIES = 1024;
     /** A directory not opened in for this long is no longer being read through. */
@@ -60,18 +69,25 @@ final class DirectoryPrefetcher {
     private final AtomicLong outstandingBytes = new AtomicLong();
     private final Cache<String, DirectoryState> directories;
     private final LongAdder prefetched = new LongAdder();
+    /** Whether the shim has the kernel read whole files in the disk cache itself (FUSE passthrough). */
+    private volatile boolean kernelReadsCachedFiles;
 
     /** Progress through one directory; guarded by its own monitor. */
     private static final class DirectoryState {
         final List<Node.File> smallFiles;
         final Map<Long, Long> outstanding = new HashMap<>(); // inode -> size: staged or staging, not yet opened
         final Map<Long, StagedChunk> pins = new HashMap<>(); // inode -> the agent's pin on its staged chunk
+        /** Whether the directory's small files all fit the disk cache's fill budget (and have a disk cache). */
+        final boolean fillable;
         int cursor;
+        int fillCursor;
+        int filling;
         int opens;
         boolean gone;
 
-        DirectoryState(List<Node.File> smallFiles) {
+        DirectoryState(List<Node.File> smallFiles, boolean fillable) {
             this.smallFiles = smallFiles;
+            this.fillable = fillable;
         }
     }
 
@@ -132,7 +148,8 @@ final class DirectoryPrefetcher {
             if (++state.opens < OPENS_BEFORE_PREFETCH) {
                 return;
             }
-            while (state.outstanding.size() < window && state.cursor < state.smallFiles.size()
+            // filled to disk, a file is read by the kernel from there: staging it too would be wasted
+            while (!(state.fillable && kernelReadsCachedFiles) && state.outstanding.size() < window && state.cursor < state.smallFiles.size()
                     && outstandingBytes.get() < budgetBytes) {
                 Node.File next = state.smallFiles.get(state.cursor++);
                 if (next.inode() != file.inode() && !index.view().contains(new ChunkKey(next.inode(), 0), next.etag())) {
@@ -144,6 +161,34 @@ final class DirectoryPrefetcher {
         }
         prefetched.add(toStage.size());
         stageInRuns(state, toStage);
+        fill(state);
+    }
+
+    /**
+     * Keeps the directory's fill of the disk cache going, in listing order, up to {@link #FILL_PER_OPEN}
+     * files per open so far: the staging region holds a window of a directory, the disk cache all of it.
+     */
+    private void fill(DirectoryState state) {
+        List<Node.File> next = new ArrayList<>();
+        synchronized (state) {
+            if (state.gone || !state.fillable) {
+                return;
+            }
+            long allowed = (long) state.opens * FILL_PER_OPEN;
+            while (state.filling < ChunkFetcher.FILLS_IN_FLIGHT && state.fillCursor < state.smallFiles.size()
+                    && state.fillCursor < allowed) {
+                next.add(state.smallFiles.get(state.fillCursor++));
+                state.filling++;
+            }
+        }
+        for (Node.File file : next) {
+            fetcher.fill(file).whenComplete((done, failed) -> {
+                synchronized (state) {
+                    state.filling--;
+                }
+                fill(state);
+            });
+        }
     }
 
     /** Once {@code file} is staged, pins it for its reader, unless it was opened or its directory went meanwhile. */
@@ -164,6 +209,11 @@ final class DirectoryPrefetcher {
                 index.view().release(pin);
             }
         });
+    }
+
+    /** The shim has the kernel read whole files in the disk cache itself: fill those, do not stage them. */
+    void kernelReadsCachedFiles() {
+        kernelReadsCachedFiles = true;
     }
 
     /** Unpins everything (the agent is closing). */
@@ -221,12 +271,17 @@ final class DirectoryPrefetcher {
             return null;
         }
         List<Node.File> small = new ArrayList<>();
+        long bytes = 0;
+        boolean ownObjects = true;
         for (Node node : directory.entries().values()) {
             if (node instanceof Node.File f && f.size() > 0 && f.size() <= chunkSize) {
                 small.add(f);
+                bytes += f.size();
+                ownObjects &= placements.apply(f.key()) == null; // tar members: staged in runs, not filled
             }
         }
-        return new DirectoryState(small);
+        boolean fillable = fetcher.fillsDisk() && ownObjects && bytes <= fetcher.fillBudget();
+        return new DirectoryState(small, fillable);
     }
 
     long prefetchedFiles() {

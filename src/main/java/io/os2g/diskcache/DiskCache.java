@@ -54,6 +54,7 @@ public final class DiskCache implements AutoCloseable {
     private final Path blocks;
     private final Path tmp;
     private final Sweeper sweeper;
+    private final long maxBytes;
     private final long sweepEvery;
     private final ThreadPoolExecutor writer;
     private final WarningLimiter warnings = new WarningLimiter(LOG);
@@ -95,6 +96,7 @@ public final class DiskCache implements AutoCloseable {
 
     private DiskCache(Path root, Sweeper sweeper, long maxBytes) {
         this.root = root;
+        this.maxBytes = maxBytes;
         this.blocks = root.resolve("blocks");
         this.tmp = root.resolve("tmp");
         this.sweeper = sweeper;
@@ -193,6 +195,19 @@ public final class DiskCache implements AutoCloseable {
         return true;
     }
 
+    /** Whether a block of {@code key} is on disk (not verified: a read still checks it). */
+    public boolean contains(BlockKey key) {
+        return Files.exists(path(key));
+    }
+
+    /**
+     * The bytes a directory may fill into this cache ahead of its readers: half of what the cache may
+     * still take (its size bound, or the room left above the floor of free space, whichever is less).
+     */
+    public long fillBudget() {
+        return Math.max(0, Math.min(maxBytes, sweeper.roomAboveFloor())) / 2;
+    }
+
     /**
      * The file holding exactly the block of {@code key}, once its bytes are verified here, for the kernel
      * to read itself; null when this cache has no good copy (a bad one is dropped and counted). A hit:
@@ -250,6 +265,21 @@ public final class DiskCache implements AutoCloseable {
         writer.execute(() -> write(key, source)); // behind: written here and now (CallerRunsPolicy)
     }
 
+    /**
+     * Writes the block of {@code key} from {@code data} now, in this thread; not at all when the disk
+     * failed recently or the block is there already.
+     */
+    public void put(BlockKey key, ByteBuffer data) {
+        if (System.nanoTime() - pausedUntilNanos < 0) {
+            notAdmitted.increment();
+            return;
+        }
+        Path file = path(key);
+        if (!Files.exists(file)) {
+            store(file, key, data);
+        }
+    }
+
     private void write(BlockKey key, BlockSource source) {
         Path file = path(key);
         if (Files.exists(file)) {
@@ -268,6 +298,10 @@ public final class DiskCache implements AutoCloseable {
             notAdmitted.increment();
             return;
         }
+        store(file, key, data);
+    }
+
+    private void store(Path file, BlockKey key, ByteBuffer data) {
         try {
             try {
                 writeBlock(file, key, data);

@@ -7,5 +7,6 @@ package io.os2g.metrics;
 public record AgentCounters(long gets, long getsInFlight, long retries, long fetchedBytes, long failedFetches,
                             long prefetchedFiles, long stagingCapacityBytes, long stagingFreeBytes,
                             long stagingInFlightBytes, long stagedChunks, long evictions, long cacheHits, long cacheMisses,
-                            long cacheBytesRead, long cacheBytesWritten, long cacheEvictions, long cacheCorrupt) {
+                            long cacheBytesRead, long cacheBytesWritten, long cacheEvictions, long cacheCorrupt,
+                            long cacheFilledFiles) {
 }

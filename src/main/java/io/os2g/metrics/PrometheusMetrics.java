@@ -98,6 +98,7 @@ public final class PrometheusMetrics {
         agentCounter(registry, series, labels, "os2g_disk_cache_written_bytes", "Bytes written to the disk cache", AgentCounters::cacheBytesWritten);
         agentCounter(registry, series, labels, "os2g_disk_cache_evictions", "Disk cache blocks deleted by this process's sweeps", AgentCounters::cacheEvictions);
         agentCounter(registry, series, labels, "os2g_disk_cache_corrupt_blocks", "Disk cache blocks that did not verify, dropped and fetched again", AgentCounters::cacheCorrupt);
+        agentCounter(registry, series, labels, "os2g_disk_cache_filled_files", "Small files fetched into the disk cache ahead of their open", AgentCounters::cacheFilledFiles);
         agentGauge(registry, series, labels, "os2g_gets_in_flight", "GET requests in flight now", AgentCounters::getsInFlight);
         agentGauge(registry, series, labels, "os2g_staging_capacity_bytes", "Size of the staging region", AgentCounters::stagingCapacityBytes);
         agentGauge(registry, series, labels, "os2g_staging_used_bytes", "Staging bytes holding staged or in-flight chunks",

@@ -52,7 +52,7 @@ final class GatewayStats {
         return new AgentCounters(store.getCount(), store.getsInFlight(), store.retryCount(), agent.fetchedBytes(),
                 agent.failedFetches(), agent.prefetchedFiles(), index.capacityBytes(), index.freeBytes(),
                 index.inFlightBytes(), index.stagedChunks(), index.evictions(), disk.hits(), disk.misses(), disk.bytesRead(),
-                disk.bytesWritten(), disk.evictions(), disk.corrupt());
+                disk.bytesWritten(), disk.evictions(), disk.corrupt(), agent.filledFiles());
     }
 
     private static Map<String, Object> diskCache(Agent agent) {
@@ -67,6 +67,7 @@ final class GatewayStats {
         m.put("write_errors", c.writeErrors());
         m.put("not_admitted", c.notAdmitted());
         m.put("chunks_from_disk", agent.chunksFromDisk());
+        m.put("files_filled", agent.filledFiles());
         return m;
     }
 

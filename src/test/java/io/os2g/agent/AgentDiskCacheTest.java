@@ -3,6 +3,7 @@ package io.os2g.agent;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.os2g.diskcache.DiskCache;
 import io.os2g.namespace.Namespace;
@@ -48,7 +49,7 @@ class AgentDiskCacheTest {
     private final List<AutoCloseable> closing = new ArrayList<>();
 
     /** One agent with a staging region of its own and the cache in {@code tmp/cache}, as another process would have. */
-    private record Rig(MinioObjectStore store, ExtentIndex index, Agent agent, DiskCache cache) {
+    private record Rig(MinioObjectStore store, ExtentIndex index, Agent agent, DiskCache cache, Namespace namespace) {
     }
 
     @BeforeEach
@@ -64,19 +65,24 @@ class AgentDiskCacheTest {
     }
 
     private Rig rig(String name) {
+        return rig(name, 0, Long.MAX_VALUE);
+    }
+
+    /** @param directoryPrefetch the agent's --dir-prefetch (0: no directory prefetch, no fill) */
+    private Rig rig(String name, int directoryPrefetch, long cacheBytes) {
         MinioObjectStore store = s3.store("data");
         StagingRegion region = StagingRegion.create(StagingConfig.of(tmp.resolve(name), 4L << 20, Duration.ofSeconds(5)));
         ExtentIndex index = new ExtentIndex(region, CHUNK);
         Namespace namespace = new Namespace(store, "", Duration.ofMinutes(5));
-        DiskCache cache = DiskCache.open(tmp.resolve("cache"), Long.MAX_VALUE, 0);
-        Agent agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 0), namespace, cache,
+        DiskCache cache = DiskCache.open(tmp.resolve("cache"), cacheBytes, 0);
+        Agent agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, directoryPrefetch), namespace, cache,
                 "http://s3proxy data");
         closing.add(store);
         closing.add(region);
         closing.add(namespace::close);
         closing.add(cache);
         closing.add(agent);
-        return new Rig(store, index, agent, cache);
+        return new Rig(store, index, agent, cache, namespace);
     }
 
     private static byte[] bytes(int n, int seed) {
@@ -169,5 +175,61 @@ class AgentDiskCacheTest {
         }
         CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).get(120, TimeUnit.SECONDS);
         assertEquals(0, a.cache().counters().corrupt() + b.cache().counters().corrupt());
+    }
+
+    @Test
+    void aDirectoryBeingReadThroughIsFilledIntoTheDiskCacheAheadOfItsReadersAtAGrowingPace() throws Exception {
+        int files = 60;
+        List<byte[]> data = new ArrayList<>();
+        for (int i = 0; i < files; i++) {
+            data.add(bytes(3000 + i, 40 + i));
+            s3.put("data", String.format("f/x%02d.jpg", i), data.get(i));
+        }
+        Rig first = rig("one", 2, Long.MAX_VALUE);
+        List<Node.File> listed = new ArrayList<>();
+        first.namespace().resolve("/f/x00.jpg"); // the listing the prefetcher reads
+        for (int i = 0; i < files; i++) {
+            listed.add((Node.File) first.namespace().resolve(String.format("/f/x%02d.jpg", i)));
+        }
+        for (int i : new int[] {59, 58}) {
+            assertArrayEquals(data.get(i), read(first, listed.get(i)));
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        long before = -1;
+        while (first.agent().filledFiles() != before) { // until it stops
+            before = first.agent().filledFiles();
+            Thread.sleep(300);
+            assertTrue(System.nanoTime() < deadline);
+        }
+        assertTrue(before > 0 && before <= 32, "two opens fill at most 2 x 16 files: " + before);
+        for (int i : new int[] {57, 56, 55}) { // five opens: 80 files allowed, the whole directory
+            assertArrayEquals(data.get(i), read(first, listed.get(i)));
+        }
+        while (first.store().getCount() < files) {
+            Thread.sleep(100);
+            assertTrue(System.nanoTime() < deadline, "fetched " + first.store().getCount() + " of " + files);
+        }
+        first.cache().flush(Duration.ofSeconds(10));
+        assertEquals(files, first.store().getCount(), "each file fetched once, filled or read");
+
+        Rig second = rig("two");
+        for (int i = 0; i < files; i++) {
+            assertArrayEquals(data.get(i), read(second, listed.get(i)));
+        }
+        assertEquals(0, second.store().getCount(), "the whole directory on disk");
+    }
+
+    @Test
+    void aDirectoryLargerThanHalfOfWhatTheCacheMayTakeIsNotFilled() throws Exception {
+        for (int i = 0; i < 20; i++) {
+            s3.put("data", String.format("g/y%02d.jpg", i), bytes(4000, 80 + i)); // 80 KB against a 64 KiB bound
+        }
+        Rig r = rig("one", 2, 64 * 1024);
+        r.namespace().resolve("/g/y00.jpg");
+        for (int i = 0; i < 5; i++) {
+            read(r, (Node.File) r.namespace().resolve(String.format("/g/y%02d.jpg", i)));
+        }
+        Thread.sleep(500);
+        assertEquals(0, r.agent().filledFiles());
     }
 }

@@ -27,7 +27,7 @@ class PrometheusMetricsTest {
     }
 
     private static AgentCounters counters(long gets) {
-        return new AgentCounters(gets, 2, 3, 4096, 1, 7, 1 << 20, 1 << 18, 65536, 5, 9, 11, 12, 13, 14, 15, 16);
+        return new AgentCounters(gets, 2, 3, 4096, 1, 7, 1 << 20, 1 << 18, 65536, 5, 9, 11, 12, 13, 14, 15, 16, 17);
     }
 
     @Test
