@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.UserDefinedFileAttributeView;
 import java.util.Arrays;
 import java.util.HexFormat;
@@ -93,10 +94,11 @@ final class BlockFile {
             if (!Arrays.equals(hash, HexFormat.of().parseHex(key.fileName())) || dataLength != key.length()) {
                 throw new Corrupt("a block of another key");
             }
-            if (in.size() != dataLength) {
-                throw new Corrupt("a block of " + in.size() + " bytes where " + dataLength + " were written");
+            BasicFileAttributes seen = Files.readAttributes(file, BasicFileAttributes.class);
+            if (seen.size() != dataLength) {
+                throw new Corrupt("a block of " + seen.size() + " bytes where " + dataLength + " were written");
             }
-            return new Reader(in, dataLength, crc);
+            return new Reader(in, dataLength, crc, seen.lastModifiedTime().toMillis());
         } catch (IOException | RuntimeException e) {
             in.close();
             throw e;
@@ -111,12 +113,19 @@ final class BlockFile {
         private final FileChannel in;
         private final CRC32C crc = new CRC32C();
         private final int expected;
+        private final long lastUsedMillis;
         private long left;
 
-        private Reader(FileChannel in, long length, int expected) {
+        private Reader(FileChannel in, long length, int expected, long lastUsedMillis) {
             this.in = in;
             this.left = length;
             this.expected = expected;
+            this.lastUsedMillis = lastUsedMillis;
+        }
+
+        /** When the block was last used (its modification time) as it was opened. */
+        long lastUsedMillis() {
+            return lastUsedMillis;
         }
 
         @Override

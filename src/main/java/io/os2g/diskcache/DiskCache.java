@@ -41,6 +41,8 @@ public final class DiskCache implements AutoCloseable {
     static final long MIN_ROOM = 64L << 20;
     /** Blocks written between two sweeps, at most (a tenth of the size bound, else 1 GiB). */
     static final long SWEEP_EVERY_MAX = 1L << 30;
+    /** A block read is marked used again only when its last mark is older than this. */
+    static final Duration TOUCH_EVERY = Duration.ofMinutes(1);
     /** Admission stops this long after a write failed. */
     static final Duration PAUSE_AFTER_FAILURE = Duration.ofSeconds(30);
     /**
@@ -178,9 +180,11 @@ public final class DiskCache implements AutoCloseable {
      */
     public boolean read(BlockKey key, BlockSink sink) {
         Path file = path(key);
+        long lastUsed;
         try (BlockFile.Reader in = BlockFile.open(file, key)) {
             sink.fill(in);
             in.verify();
+            lastUsed = in.lastUsedMillis();
         } catch (NoSuchFileException e) {
             misses.increment();
             return false;
@@ -191,7 +195,7 @@ public final class DiskCache implements AutoCloseable {
             dropCorrupt(file, key, e.toString()); // unreadable, as bad as corrupt
             return false;
         }
-        served(file, key);
+        served(file, key, lastUsed);
         return true;
     }
 
@@ -215,8 +219,10 @@ public final class DiskCache implements AutoCloseable {
      */
     public Path verifiedFile(BlockKey key) {
         Path file = path(key);
+        long lastUsed;
         try (BlockFile.Reader in = BlockFile.open(file, key)) {
             in.readToEndAndVerify(verifyBuffers.get());
+            lastUsed = in.lastUsedMillis();
         } catch (NoSuchFileException e) {
             misses.increment();
             return null;
@@ -224,15 +230,20 @@ public final class DiskCache implements AutoCloseable {
             dropCorrupt(file, key, e.getMessage());
             return null;
         }
-        served(file, key);
+        served(file, key, lastUsed);
         return file;
     }
 
-    private void served(Path file, BlockKey key) {
+    /** Counts a hit and marks the block recently used (its modification time, at most every {@link #TOUCH_EVERY}). */
+    private void served(Path file, BlockKey key, long lastUsedMillis) {
         hits.increment();
         bytesRead.add(key.length());
+        long now = System.currentTimeMillis();
+        if (now - lastUsedMillis < TOUCH_EVERY.toMillis()) {
+            return; // recent enough for the sweep's order; an epoch's reads leave the disk's inodes alone
+        }
         try {
-            Files.setLastModifiedTime(file, FileTime.fromMillis(System.currentTimeMillis())); // recently used
+            Files.setLastModifiedTime(file, FileTime.fromMillis(now));
         } catch (IOException e) {
             // swept meanwhile by another process: it was served whole already
         }

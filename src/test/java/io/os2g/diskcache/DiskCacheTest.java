@@ -95,6 +95,25 @@ class DiskCacheTest {
     }
 
     @Test
+    void aReadMarksItsBlockUsedUnlessItsMarkIsRecentAndAVerifiedFileHoldsExactlyTheBytes() throws IOException {
+        DiskCache cache = open();
+        byte[] data = bytes(70_000, 4);
+        BlockKey old = key("old", "e", 0, data.length), recent = key("recent", "e", 0, data.length);
+        put(cache, old, data);
+        put(cache, recent, data);
+        long now = System.currentTimeMillis();
+        Files.setLastModifiedTime(cache.path(old), FileTime.fromMillis(now - 3_600_000));
+        Files.setLastModifiedTime(cache.path(recent), FileTime.fromMillis(now - 10_000));
+
+        assertArrayEquals(data, get(cache, old));
+        assertTrue(Files.getLastModifiedTime(cache.path(old)).toMillis() >= now - 1000, "an hour-old mark renewed");
+        Path file = cache.verifiedFile(recent);
+        assertEquals(now - 10_000, Files.getLastModifiedTime(cache.path(recent)).toMillis(), "a recent mark left alone");
+        assertArrayEquals(data, Files.readAllBytes(file), "the block file is the bytes, nothing else");
+        assertEquals(2, cache.counters().hits());
+    }
+
+    @Test
     void anotherVersionOrRangeOrStoreIsAnotherBlock() {
         DiskCache cache = open();
         byte[] data = bytes(1000, 2);
