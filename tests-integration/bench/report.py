@@ -223,6 +223,8 @@ def chart(meta, rows, path):
             times.append(label)
         else:
             rates.setdefault(unit, []).append(label)
+    if not rates and not times:
+        return  # only the larger-than-memory workloads, which the chart leaves out
     fig = plt.figure(figsize=(12, 3.4 * (len(rates) + (1 if times else 0))))
     grid = fig.add_gridspec(len(rates) + (1 if times else 0), max(1, len(times)))
     panels = [(fig.add_subplot(grid[i, :]), unit, labels, 1) for i, (unit, labels) in enumerate(rates.items())]
