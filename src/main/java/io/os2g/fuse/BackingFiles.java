@@ -23,6 +23,7 @@ class BackingFiles {
 
     private static final Logger LOG = LoggerFactory.getLogger(BackingFiles.class);
     private static final int O_RDONLY = 0;
+    private static final int EPERM = 1;
     /** _IOW(229, 1, struct fuse_backing_map) and _IOW(229, 2, uint32_t) (the asm-generic encoding of x86-64 and arm64). */
     static final long FUSE_DEV_IOC_BACKING_OPEN = 0x4010E501L;
     static final long FUSE_DEV_IOC_BACKING_CLOSE = 0x4004E502L;
@@ -45,6 +46,8 @@ class BackingFiles {
     private final Map<Long, NodeState> nodes = new HashMap<>();
     private final Map<Long, Held> handles = new HashMap<>();
     private long passthroughOpens;
+    /** Whether the kernel refused a backing file for lack of privilege (then it refuses them all). */
+    private boolean refused;
 
     BackingFiles(int device) {
         this.device = device;
@@ -65,8 +68,12 @@ class BackingFiles {
             handles.put(handle, new Held(node, true, false));
             return new Mode(FuseSession.FOPEN_PASSTHROUGH, state.backingId);
         }
-        if (backing != null && state.cachedOpens == 0) {
+        if (backing != null && state.cachedOpens == 0 && !refused) {
             int id = register(backing);
+            if (id == -EPERM) {
+                refused = true; // not privileged: the kernel will refuse every one
+                LOG.info("passthrough needs CAP_SYS_ADMIN, which this mount process lacks: cached files are read through staging");
+            }
             if (id > 0) {
                 state.backingId = id;
                 state.passthroughOpens = 1;
@@ -103,12 +110,20 @@ class BackingFiles {
         }
     }
 
+    /** Whether backing files are worth offering: false once the kernel refused one for lack of privilege. */
+    synchronized boolean usable() {
+        return !refused;
+    }
+
     /** Opens the kernel read by passthrough, since the mount began. */
     synchronized long passthroughOpens() {
         return passthroughOpens;
     }
 
-    /** The kernel's id for {@code file} as a backing file, or 0 where it cannot be one (gone, refused). */
+    /**
+     * The kernel's id for {@code file} as a backing file; 0 where it cannot be one (gone, refused), or
+     * -EPERM where the mount process lacks the privilege.
+     */
     int register(Path file) {
         int fd = Native.open(file.toString(), O_RDONLY | Native.O_CLOEXEC);
         if (fd < 0) {
@@ -119,8 +134,9 @@ class BackingFiles {
             map.set(ValueLayout.JAVA_INT, 0, fd);
             int id = Native.ioctl(device, FUSE_DEV_IOC_BACKING_OPEN, map);
             if (id <= 0) {
-                LOG.debug("passthrough refused (errno {}): reads go through the session", Native.errno());
-                return 0;
+                int errno = Native.errno();
+                LOG.debug("passthrough refused (errno {}): reads go through the session", errno);
+                return errno == EPERM ? -EPERM : 0;
             }
             return id;
         } finally {

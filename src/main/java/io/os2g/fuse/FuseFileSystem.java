@@ -23,7 +23,7 @@ public interface FuseFileSystem {
     /**
      * An open file: its handle comes back with each read and the release. With a {@code backing} file
      * (one holding exactly this file's bytes at their own offsets), the kernel reads that file itself
-     * (FUSE passthrough) where the mount agreed to it ({@link #passthroughAgreed}): then no READ comes
+     * (FUSE passthrough) where the mount can ({@link #passthroughUsable}): then no READ comes
      * for this open. Null for none.
      */
     record Opened(long handle, java.nio.file.Path backing, boolean directIo) {
@@ -70,8 +70,11 @@ public interface FuseFileSystem {
     /** The directory's entries, "." and ".." included, in a stable order. */
     List<Entry> list(long directory);
 
-    /** INIT agreed to passthrough: opens may name backing files from now on ({@link Opened#backedBy}). */
-    default void passthroughAgreed() {
+    /**
+     * Whether opens may name backing files ({@link Opened#backedBy}): true once INIT agreed to
+     * passthrough, false again if the kernel then refused one for lack of privilege.
+     */
+    default void passthroughUsable(boolean usable) {
     }
 
     /** The kernel reads open {@code handle} from its backing file itself: no READ comes for it. */

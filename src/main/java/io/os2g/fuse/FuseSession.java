@@ -398,6 +398,10 @@ public final class FuseSession implements AutoCloseable {
     private void open(long node, MemorySegment body, SmallReply reply) {
         FuseFileSystem.Opened opened = fs.open(node, body.get(INT, 0));
         BackingFiles.Mode mode = backingFiles.open(node, opened.handle(), passthrough ? opened.backing() : null, opened.directIo());
+        if (passthrough && !backingFiles.usable()) {
+            passthrough = false;
+            fs.passthroughUsable(false); // refused for lack of privilege: stop looking for backing files
+        }
         MemorySegment o = reply.body();
         o.set(LONG, 0, opened.handle());
         o.set(INT, 8, mode.openFlags());
@@ -503,7 +507,7 @@ public final class FuseSession implements AutoCloseable {
         if (agreed != null) { // null: a newer major was told 7.x, and the kernel asks again
             passthrough = agreed.passthrough();
             if (passthrough) {
-                fs.passthroughAgreed();
+                fs.passthroughUsable(true);
             }
             init.complete(agreed);
         }

@@ -117,8 +117,8 @@ public final class Os2gFileSystem implements FuseFileSystem {
     }
 
     @Override
-    public void passthroughAgreed() {
-        passthrough = true;
+    public void passthroughUsable(boolean usable) {
+        passthrough = usable;
     }
 
     @Override

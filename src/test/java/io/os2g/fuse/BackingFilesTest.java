@@ -21,6 +21,7 @@ class BackingFilesTest {
         final List<Path> registered = new ArrayList<>();
         final List<Integer> unregistered = new ArrayList<>();
         boolean refuse;
+        boolean unprivileged;
 
         Recorded() {
             super(-1);
@@ -28,6 +29,9 @@ class BackingFilesTest {
 
         @Override
         int register(Path file) {
+            if (unprivileged) {
+                return -1; // -EPERM
+            }
             if (refuse) {
                 return 0;
             }
@@ -101,5 +105,17 @@ class BackingFilesTest {
         files.release(999); // unknown: nothing
         assertEquals(List.of(), files.unregistered);
         assertEquals(0, files.passthroughOpens());
+    }
+
+    @Test
+    void aMountWithoutThePrivilegeStopsOfferingBackingFilesAfterTheFirstRefusal() {
+        Recorded files = new Recorded();
+        files.unprivileged = true;
+        assertEquals(true, files.usable());
+        assertEquals(CACHED, files.open(7, 100, BLOCK, false));
+        assertEquals(false, files.usable(), "every later one would be refused too");
+        files.unprivileged = false;
+        assertEquals(CACHED, files.open(8, 101, BLOCK.resolveSibling("c.blk"), false), "not tried again");
+        assertEquals(List.of(), files.registered);
     }
 }
