@@ -1,6 +1,7 @@
 package io.os2g.agent;
 
 import io.os2g.Errno;
+import io.os2g.diskcache.BlockKey;
 import io.os2g.diskcache.DiskCache;
 import io.os2g.namespace.Directory;
 import io.os2g.namespace.Namespace;
@@ -10,6 +11,7 @@ import io.os2g.staging.ExtentIndex;
 import io.os2g.store.Listing;
 import io.os2g.store.ObjectStore;
 import io.os2g.store.ObjectSummary;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -188,12 +190,12 @@ public final class Agent implements AutoCloseable {
      * file no larger than a chunk), verified, for the kernel to read itself (FUSE passthrough); null when
      * the cache does not hold it or there is no cache.
      */
-    public java.nio.file.Path cachedFile(String key, String etag, long size) {
+    public Path cachedFile(String key, String etag, long size) {
         if (cache == null || size <= 0 || size > config.chunkSize()) {
             return null;
         }
         prefetcher.kernelReadsCachedFiles(); // only a shim whose kernel reads them asks
-        return cache.verifiedFile(new io.os2g.diskcache.BlockKey(cacheScope, key, etag, 0, size));
+        return cache.verifiedFile(new BlockKey(cacheScope, key, etag, 0, size));
     }
 
     /** The disk tier below staging, or null. */

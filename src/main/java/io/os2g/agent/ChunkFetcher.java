@@ -14,6 +14,8 @@ import io.os2g.staging.StagedChunk;
 import io.os2g.staging.StagingView;
 import io.os2g.store.ObjectStore;
 import io.os2g.store.StoreException;
+import java.io.EOFException;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -291,13 +293,13 @@ final class ChunkFetcher implements AutoCloseable {
                             byte[] bytes = new byte[(int) file.size()];
                             store.read(file.key(), 0, file.size(), file.etag(), body -> {
                                 if (body.readNBytes(bytes, 0, bytes.length) != bytes.length) {
-                                    throw new java.io.EOFException("body ended early: " + file.key());
+                                    throw new EOFException("body ended early: " + file.key());
                                 }
                             });
                             fetched.increment();
                             fetchedBytes.add(bytes.length);
                             filled.increment();
-                            cache.put(block, java.nio.ByteBuffer.wrap(bytes)); // on disk before a waiting reader looks
+                            cache.put(block, ByteBuffer.wrap(bytes)); // on disk before a waiting reader looks
                         }
                     } finally {
                         fillSlots.release();
@@ -323,7 +325,7 @@ final class ChunkFetcher implements AutoCloseable {
     }
 
     /** The staged bytes of {@code key} into {@code target} (the disk cache's writer); false once they are evicted. */
-    private boolean copyStaged(ChunkKey key, String etag, java.nio.ByteBuffer target) {
+    private boolean copyStaged(ChunkKey key, String etag, ByteBuffer target) {
         StagingView view = index.view();
         StagedChunk chunk = view.acquire(key, etag);
         if (chunk == null) {

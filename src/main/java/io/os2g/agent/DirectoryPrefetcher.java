@@ -213,7 +213,9 @@ final class DirectoryPrefetcher {
 
     /** The shim has the kernel read whole files in the disk cache itself: fill those, do not stage them. */
     void kernelReadsCachedFiles() {
-        kernelReadsCachedFiles = true;
+        if (!kernelReadsCachedFiles) { // asked on every open: a read, not a volatile write, once set
+            kernelReadsCachedFiles = true;
+        }
     }
 
     /** Unpins everything (the agent is closing). */

@@ -7,11 +7,14 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.FileStore;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileTime;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserDefinedFileAttributeView;
 import java.time.Duration;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -121,8 +124,8 @@ public final class DiskCache implements AutoCloseable {
             Files.createDirectories(directory);
             if (!Files.isDirectory(root)) {
                 // the blocks are the bucket's bytes: only this user (and root) may read them
-                Files.createDirectories(root, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
-                        java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+                Files.createDirectories(root, PosixFilePermissions.asFileAttribute(
+                        PosixFilePermissions.fromString("rwx------")));
             }
             Files.createDirectories(root.resolve("blocks"));
             Files.createDirectories(root.resolve("tmp"));
@@ -155,22 +158,22 @@ public final class DiskCache implements AutoCloseable {
     /** Each block's header is an extended attribute: a file system without them cannot hold the cache. */
     private static void probeAttributes(Path directory, Path probe) throws IOException {
         try {
-            java.nio.file.attribute.UserDefinedFileAttributeView view =
-                    Files.getFileAttributeView(probe, java.nio.file.attribute.UserDefinedFileAttributeView.class);
+            UserDefinedFileAttributeView view =
+                    Files.getFileAttributeView(probe, UserDefinedFileAttributeView.class);
             if (view == null) {
                 throw new UnsupportedOperationException("no extended attributes");
             }
             view.write(BlockFile.ATTRIBUTE, ByteBuffer.wrap(new byte[] {1}));
-        } catch (java.nio.file.FileSystemException | UnsupportedOperationException e) {
+        } catch (FileSystemException | UnsupportedOperationException e) {
             throw new CacheDirectoryException("cache directory " + directory + " is on a file system without user extended "
-                    + "attributes, which hold each block's checksum (" + (e instanceof java.nio.file.FileSystemException f
+                    + "attributes, which hold each block's checksum (" + (e instanceof FileSystemException f
                     && f.getReason() != null ? f.getReason() : e.getMessage()) + ")");
         }
     }
 
     private static String reason(Exception e) {
         return e instanceof java.nio.file.AccessDeniedException ? "permission denied"
-                : e instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
+                : e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.os2g.fuse;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.util.List;
 
 /**
@@ -26,7 +27,7 @@ public interface FuseFileSystem {
      * (FUSE passthrough) where the mount can ({@link #passthroughUsable}): then no READ comes
      * for this open. Null for none.
      */
-    record Opened(long handle, java.nio.file.Path backing, boolean directIo) {
+    record Opened(long handle, Path backing, boolean directIo) {
         /** An open whose pages the kernel keeps across opens (until the attributes show a change). */
         public static Opened handle(long handle) {
             return new Opened(handle, null, false);
@@ -38,7 +39,7 @@ public interface FuseFileSystem {
         }
 
         /** An open the kernel reads from {@code backing} where it can, else as {@link #handle}. */
-        public static Opened backedBy(long handle, java.nio.file.Path backing) {
+        public static Opened backedBy(long handle, Path backing) {
             return new Opened(handle, backing, false);
         }
     }

@@ -398,7 +398,7 @@ public final class FuseSession implements AutoCloseable {
     private void open(long node, MemorySegment body, SmallReply reply) {
         FuseFileSystem.Opened opened = fs.open(node, body.get(INT, 0));
         BackingFiles.Mode mode = backingFiles.open(node, opened.handle(), passthrough ? opened.backing() : null, opened.directIo());
-        if (passthrough && !backingFiles.usable()) {
+        if (passthrough && opened.backing() != null && !backingFiles.usable()) {
             passthrough = false;
             fs.passthroughUsable(false); // refused for lack of privilege: stop looking for backing files
         }

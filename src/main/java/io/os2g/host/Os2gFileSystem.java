@@ -19,6 +19,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
@@ -242,7 +243,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
             handles.put(fh, new OpenHandle(file, agentHandle));
             metrics.openFiles(1);
             // a whole object in the agent's disk cache: the kernel reads its file there (no READ comes)
-            java.nio.file.Path cached = passthrough ? link.cachedFile(request) : null;
+            Path cached = passthrough ? link.cachedFile(request) : null;
             // the page cache survives this open; a new object version (new mtime or size at the next
             // getattr after the TTL) drops it in the kernel
             return cached != null ? Opened.backedBy(fh, cached) : Opened.handle(fh);

@@ -1,6 +1,7 @@
 package io.os2g.link;
 
 import io.os2g.staging.StagingView;
+import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BiConsumer;
 
@@ -42,7 +43,7 @@ public interface AgentLink extends AutoCloseable {
      * when there is none, and always from an agent in another process (its disk is not this one's to
      * read: the shim never touches the cache).
      */
-    default java.nio.file.Path cachedFile(OpenRequest request) {
+    default Path cachedFile(OpenRequest request) {
         return null;
     }
 

@@ -2,6 +2,7 @@ package io.os2g.link;
 
 import io.os2g.agent.Agent;
 import io.os2g.staging.StagingView;
+import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 
 /** The link when shim and agent share a process (the default {@code os2g mount}): direct calls. */
@@ -21,7 +22,7 @@ public final class InProcessLink implements AgentLink {
     }
 
     @Override
-    public java.nio.file.Path cachedFile(OpenRequest request) {
+    public Path cachedFile(OpenRequest request) {
         return agent.cachedFile(request.key(), request.etag(), request.size());
     }
 
