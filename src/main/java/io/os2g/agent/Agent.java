@@ -138,7 +138,8 @@ public final class Agent implements AutoCloseable {
 
     /**
      * Stages the chunks of {@code [offset, offset + length)} and, without waiting for them, those of
-     * the handle's readahead window. The future completes when the requested range is staged.
+     * the handle's readahead window. The future completes when the requested range can be read from
+     * staging (the rest of its last chunk may still be arriving).
      */
     public CompletableFuture<Void> read(long handle, long offset, long length) {
         OpenFile open = handles.get(handle);
@@ -157,12 +158,13 @@ public final class Agent implements AutoCloseable {
         long first = layout.index(offset);
         long last = layout.index(end - 1);
         CompletableFuture<Void> requested;
+        // each chunk only as far as the range reaches into it: the last one may still be arriving
         if (first == last) {
-            requested = fetcher.stage(file, first);
+            requested = fetcher.stage(file, first, end - layout.start(first));
         } else {
             CompletableFuture<?>[] parts = new CompletableFuture<?>[(int) (last - first + 1)];
             for (long c = first; c <= last; c++) {
-                parts[(int) (c - first)] = fetcher.stage(file, c);
+                parts[(int) (c - first)] = fetcher.stage(file, c, Math.min(end, layout.start(c + 1)) - layout.start(c));
             }
             requested = CompletableFuture.allOf(parts);
         }

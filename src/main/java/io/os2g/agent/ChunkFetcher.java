@@ -54,7 +54,7 @@ final class ChunkFetcher implements AutoCloseable {
     private final ChunkLayout layout;
     private final Semaphore slots;
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
-    private final ConcurrentHashMap<ChunkKey, CompletableFuture<Void>> inFlight = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<ChunkKey, FetchInFlight> inFlight = new ConcurrentHashMap<>();
     private final LongAdder fetched = new LongAdder();
     private final LongAdder fetchedBytes = new LongAdder();
     private final LongAdder failures = new LongAdder();
@@ -89,6 +89,15 @@ final class ChunkFetcher implements AutoCloseable {
 
     /** Completes when chunk {@code chunk} of {@code file} is staged, or with the fetch's failure. */
     CompletableFuture<Void> stage(Node.File file, long chunk) {
+        return stage(file, chunk, Long.MAX_VALUE);
+    }
+
+    /**
+     * Stages chunk {@code chunk} of {@code file}; completes as soon as its first {@code needed} bytes
+     * can be read from staging (a chunk fetched from the store is readable as its body arrives), or
+     * with the fetch's failure.
+     */
+    CompletableFuture<Void> stage(Node.File file, long chunk, long needed) {
         ChunkKey key = new ChunkKey(file.inode(), chunk);
         if (index.view().contains(key, file.etag())) {
             return CompletableFuture.completedFuture(null);
@@ -99,24 +108,24 @@ final class ChunkFetcher implements AutoCloseable {
         }
         CompletableFuture<Void> filling = fills.get(key);
         if (filling != null) { // being fetched into the disk cache: staged from there once it is
-            return filling.thenCompose(done -> stage(file, chunk));
+            return filling.thenCompose(done -> stage(file, chunk, needed));
         }
-        CompletableFuture<Void> mine = new CompletableFuture<>();
-        CompletableFuture<Void> running = inFlight.putIfAbsent(key, mine);
+        FetchInFlight mine = new FetchInFlight();
+        FetchInFlight running = inFlight.putIfAbsent(key, mine);
         if (running != null) {
-            return running;
+            return running.until(needed);
         }
         try {
             executor.execute(() -> fetch(file, key, mine));
         } catch (RejectedExecutionException e) {
             inFlight.remove(key, mine);
-            mine.completeExceptionally(new AgentException(Errno.EIO, "agent is shutting down", e));
+            mine.finish(new AgentException(Errno.EIO, "agent is shutting down", e));
         }
-        return mine;
+        return mine.until(needed);
     }
 
     /** One small file of a run: staged whole, its bytes at {@code offset} in the run's container. */
-    private record RunMember(Node.File file, ChunkKey key, long offset, CompletableFuture<Void> done) {
+    private record RunMember(Node.File file, ChunkKey key, long offset, FetchInFlight done) {
     }
 
     /**
@@ -135,13 +144,13 @@ final class ChunkFetcher implements AutoCloseable {
                 staged.add(stage(file, 0)); // staged: done; failed lately: that failure
                 continue;
             }
-            CompletableFuture<Void> mine = new CompletableFuture<>();
-            CompletableFuture<Void> running = inFlight.putIfAbsent(key, mine);
+            FetchInFlight mine = new FetchInFlight();
+            FetchInFlight running = inFlight.putIfAbsent(key, mine);
             if (running == null) {
                 run.add(new RunMember(file, key, offsets.get(i), mine));
-                staged.add(mine);
+                staged.add(mine.done());
             } else {
-                staged.add(running);
+                staged.add(running.done());
             }
         }
         if (!run.isEmpty()) {
@@ -200,15 +209,11 @@ final class ChunkFetcher implements AutoCloseable {
     private void finish(List<RunMember> run, Throwable failure) {
         for (RunMember m : run) {
             inFlight.remove(m.key(), m.done());
-            if (failure == null) {
-                m.done().complete(null);
-            } else {
-                m.done().completeExceptionally(failure);
-            }
+            m.done().finish(failure);
         }
     }
 
-    private void fetch(Node.File file, ChunkKey key, CompletableFuture<Void> done) {
+    private void fetch(Node.File file, ChunkKey key, FetchInFlight done) {
         Reservation reservation = null;
         try {
             slots.acquire();
@@ -222,25 +227,27 @@ final class ChunkFetcher implements AutoCloseable {
                     BlockKey block = cache == null ? null : new BlockKey(cacheScope, file.key(), file.etag(), layout.start(key.index()), length);
                     boolean onDisk = block != null && cache.read(block, target::fill);
                     if (!onDisk) {
+                        // readable as the body arrives (a disk block is not: its checksum is known at its end)
+                        target.publishEarly(key, file.etag(), done::readable);
                         store.read(file.key(), layout.start(key.index()), length, file.etag(), target::fill);
                     }
-                    target.publish(key, file.etag());
-                    reservation = null;
                     if (onDisk) {
                         fromDisk.increment();
                     } else {
                         fetched.increment();
                         fetchedBytes.add(length);
-                        if (block != null) {
-                            cache.admit(block, buffer -> copyStaged(key, file.etag(), buffer));
-                        }
+                    }
+                    target.publish(key, file.etag());
+                    reservation = null;
+                    if (!onDisk && block != null) {
+                        cache.admit(block, buffer -> copyStaged(key, file.etag(), buffer));
                     }
                 }
             } finally {
                 slots.release();
             }
             inFlight.remove(key, done);
-            done.complete(null);
+            done.finish(null);
         } catch (Throwable thrown) {
             Throwable t = thrown;
             if (t instanceof StoreException se && se.kind() == StoreException.Kind.NOT_FOUND) {
@@ -257,7 +264,7 @@ final class ChunkFetcher implements AutoCloseable {
             LOG.debug("fetch of {} chunk {} failed: {}", file.key(), key.index(), t.toString());
             recentFailures.put(new Version(key, file.etag()), t);
             inFlight.remove(key, done);
-            done.completeExceptionally(t);
+            done.finish(t);
         }
     }
 

@@ -187,12 +187,14 @@ public final class AgentReplier implements KernelReplier {
         }
     }
 
-    /** Pins every chunk of the range; null (and nothing pinned) when one is not staged. */
+    /** Pins every chunk of the range; null (and nothing pinned) when one's bytes in the range are not readable yet. */
     private List<StagedChunk> pin(Node.File file, long offset, int length) {
         ChunkLayout layout = agent.layout();
         List<StagedChunk> pinned = new ArrayList<>(2);
         for (long position = offset; position < offset + length; position = layout.start(layout.index(position) + 1)) {
-            StagedChunk chunk = view.acquire(new ChunkKey(file.inode(), layout.index(position)), file.etag());
+            long index = layout.index(position);
+            long needed = Math.min(offset + length, layout.start(index + 1)) - layout.start(index);
+            StagedChunk chunk = view.acquire(new ChunkKey(file.inode(), index), file.etag(), needed);
             if (chunk == null) {
                 pinned.forEach(view::release);
                 return null;

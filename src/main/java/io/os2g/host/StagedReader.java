@@ -115,7 +115,8 @@ final class StagedReader {
             // waiting for a chunk while holding the pins of the ones before could wait for ever in a region
             // they fill: such a read is refused, and done again chunk by chunk into memory
             boolean mayWait = position == offset || !target.holdsPins();
-            StagedChunk staged = pin(staging, handle, new ChunkKey(file.inode(), chunk), position, end, mayWait, request);
+            StagedChunk staged = pin(staging, handle, new ChunkKey(file.inode(), chunk), position, end, position - chunkStart + count,
+                    mayWait, request);
             if (staged == null) {
                 throw new TargetRefused();
             }
@@ -151,7 +152,9 @@ final class StagedReader {
         List<StagedChunk> pinned = new ArrayList<>();
         try {
             for (long position = 0; position < file.size(); position = layout.start(layout.index(position) + 1)) {
-                pinned.add(pin(staging, handle, new ChunkKey(file.inode(), layout.index(position)), position, file.size(), true, null));
+                long chunk = layout.index(position);
+                pinned.add(pin(staging, handle, new ChunkKey(file.inode(), chunk), position, file.size(),
+                        layout.length(file.size(), chunk), true, null));
             }
             return new ExtentLease(staging, pinned, file.size(), file.etag());
         } catch (RuntimeException e) {
@@ -168,12 +171,15 @@ final class StagedReader {
         }
     }
 
-    /** The chunk pinned, staged first if need be; null, where {@code mayWait} is false, when it is not staged now. */
-    private StagedChunk pin(StagingView staging, OpenHandle handle, ChunkKey key, long position, long end, boolean mayWait,
-                            ReadReply request) {
+    /**
+     * The chunk pinned with at least its first {@code needed} bytes readable, staged first if need be;
+     * null, where {@code mayWait} is false, when they are not readable now.
+     */
+    private StagedChunk pin(StagingView staging, OpenHandle handle, ChunkKey key, long position, long end, long needed,
+                            boolean mayWait, ReadReply request) {
         String etag = handle.file().etag();
         boolean entered = handle.enter(key.index());
-        StagedChunk staged = staging.acquire(key, etag);
+        StagedChunk staged = staging.acquire(key, etag, needed);
         if (staged != null) {
             metrics.hit();
             if (entered) {
@@ -189,7 +195,7 @@ final class StagedReader {
         for (long pause = TimeUnit.MILLISECONDS.toNanos(1); ; pause = Math.min(2 * pause, MAX_RESTAGE_PAUSE_NANOS)) {
             await(link.read(new ReadRequest(handle.agentHandle(), position, end - position)), handle, request,
                     Math.max(1, deadline - System.nanoTime()));
-            staged = staging.acquire(key, etag);
+            staged = staging.acquire(key, etag, needed);
             if (staged != null) {
                 return staged;
             }

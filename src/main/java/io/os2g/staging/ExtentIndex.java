@@ -25,7 +25,7 @@ public final class ExtentIndex {
     private static final long SPACE_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
     /** A staged chunk as the writer tracks it; {@code freed} is guarded by the lock. */
-    private static final class Entry {
+    static final class Entry {
         final ChunkKey key;
         final int slot;
         final int[] pages;
@@ -121,25 +121,80 @@ public final class ExtentIndex {
         lock.lock();
         try {
             inFlightPages -= pages.length;
-            int slot = table.freeSlot(key.inode(), key.index());
-            if (slot < 0) {
-                slot = makeRoomInWindow(key);
-            }
-            if (slot < 0) {
+            try {
+                enter(key, etag, length, length, pages);
+            } catch (StagingException e) {
                 allocator.give(pages);
                 spaceFreed.signalAll();
-                throw new StagingException("no free slot for " + key + ": all " + ExtentTable.WINDOW + " of its window are pinned");
-            }
-            table.publish(slot, key.inode(), key.index(), ExtentTable.etagHash(etag), length, pages);
-            Entry entry = new Entry(key, slot, pages);
-            Entry old = chunks.put(key, entry);
-            clock.addLast(entry);
-            if (old != null) {
-                tryFree(old);
+                throw e;
             }
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Publishes a chunk whose bytes are still to come: readers find it and may read what {@link #filled}
+     * says has arrived. It stays pinned by the writer, so counted in flight and never evicted, until
+     * {@link #finishFilling} or {@link #abandonFilling}. On failure (no slot) the pages stay reserved.
+     */
+    Entry publishFilling(ChunkKey key, String etag, int length, int[] pages) {
+        lock.lock();
+        try {
+            return enter(key, etag, length, 0, pages);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Makes the first {@code bytes} of a chunk being filled readable. */
+    void filled(Entry entry, int bytes) {
+        table.setFilled(entry.slot, bytes);
+    }
+
+    /** All of a filling chunk's bytes have arrived: it is staged like any other. */
+    void finishFilling(Entry entry, int length) {
+        table.setFilled(entry.slot, length);
+        lock.lock();
+        try {
+            inFlightPages -= entry.pages.length;
+            table.unpin(entry.slot);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A filling chunk's fetch failed: nobody finds it again; its pages are freed once no reader holds them. */
+    void abandonFilling(Entry entry) {
+        lock.lock();
+        try {
+            inFlightPages -= entry.pages.length;
+            table.retire(entry.slot);
+            chunks.remove(entry.key, entry);
+            table.unpin(entry.slot);
+            tryFree(entry); // or by the sweep, once readers let it go
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Puts a chunk into a free slot of its window and the ring. Under the lock. */
+    private Entry enter(ChunkKey key, String etag, int length, int filled, int[] pages) {
+        int slot = table.freeSlot(key.inode(), key.index());
+        if (slot < 0) {
+            slot = makeRoomInWindow(key);
+        }
+        if (slot < 0) {
+            throw new StagingException("no free slot for " + key + ": all " + ExtentTable.WINDOW + " of its window are pinned");
+        }
+        table.publish(slot, key.inode(), key.index(), ExtentTable.etagHash(etag), length, filled, pages);
+        Entry entry = new Entry(key, slot, pages);
+        Entry old = chunks.put(key, entry);
+        clock.addLast(entry);
+        if (old != null) {
+            tryFree(old);
+        }
+        return entry;
     }
 
     /** Frees an unpinned chunk of {@code key}'s window, so that {@code key} can have its slot. Under the lock. */

@@ -14,8 +14,8 @@ import java.nio.file.attribute.PosixFilePermissions;
 /**
  * The extent index as shared memory: a file of fixed-size slots in the region's directory, mapped by
  * the agent (the one writer) and by every reader, in its own process or another. A slot holds one
- * staged chunk: its key ({@code inode, chunk}), a hash of its ETag, its length, its pages, a pin
- * count and a referenced bit.
+ * staged chunk: its key ({@code inode, chunk}), a hash of its ETag, its length, how many of its bytes
+ * from the start are filled, its pages, a pin count and a referenced bit.
  *
  * <p>A chunk lives in one of {@value #WINDOW} slots after the home slot of its key; a reader looks
  * at all of them (no probe chains, so a freed slot needs no tombstone). The slot's state word is
@@ -24,13 +24,18 @@ import java.nio.file.attribute.PosixFilePermissions;
  * pin shows another key and is let go. The writer frees only an unpinned slot (CAS {@code 0 -> -1})
  * and rewrites only a free one, so pinned bytes never change under a reader. Across processes this
  * needs nothing but atomic operations on the shared mapping.
+ *
+ * <p>A chunk being fetched is published before its bytes arrive, pinned by the writer, and its
+ * filled count grows as they land (a release store after the bytes are written), so a reader waits
+ * only for the bytes it asks for. A fetch that fails retires its slot (the chunk number becomes
+ * {@code -1}): nobody finds it again, and readers holding it keep the bytes they saw filled.
  */
 final class ExtentTable {
 
     static final String FILE = "extents";
     static final int WINDOW = 16;
     private static final long MAGIC = 0x6f73_3267_6578_7431L; // "os2gext1"
-    static final int VERSION = 1;
+    static final int VERSION = 2;
 
     private static final long HEADER_BYTES = 64;
     private static final long H_MAGIC = 0;
@@ -45,10 +50,12 @@ final class ExtentTable {
     private static final long ETAG = 24;
     private static final long LENGTH = 32;
     private static final long PAGE_COUNT = 36;
-    private static final long PAGES = 40;
+    private static final long FILLED = 40;
+    private static final long PAGES = 44;
 
     static final int FREE = -1;
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
     private final MemorySegment table;
     private final int slots;
@@ -208,8 +215,12 @@ final class ExtentTable {
         return (home(inode, chunk) + i) & (slots - 1);
     }
 
-    /** Fills a free slot and makes it live, unpinned (writer only). */
-    void publish(int slot, long inode, long chunk, long etagHash, int length, int[] pages) {
+    /**
+     * Fills a free slot and makes it live (writer only): unpinned with all its bytes filled, or, for a
+     * chunk still being fetched ({@code filled < length}), pinned once by the writer, who then reports
+     * progress with {@link #setFilled} and lets the pin go when done.
+     */
+    void publish(int slot, long inode, long chunk, long etagHash, int length, int filled, int[] pages) {
         if (pages.length > maxPages) {
             throw new IllegalArgumentException("chunk of " + pages.length + " pages, table holds " + maxPages);
         }
@@ -223,8 +234,24 @@ final class ExtentTable {
         table.set(ValueLayout.JAVA_INT, base + LENGTH, length);
         table.set(ValueLayout.JAVA_INT, base + PAGE_COUNT, pages.length);
         MemorySegment.copy(pages, 0, table, ValueLayout.JAVA_INT, base + PAGES, pages.length);
+        INT.setRelease(table, base + FILLED, filled);
         INT.setRelease(table, base + REFERENCED, 0);
-        INT.setRelease(table, base + STATE, 0);
+        INT.setRelease(table, base + STATE, filled < length ? 1 : 0);
+    }
+
+    /** Says that the first {@code filled} bytes of a chunk being fetched are in its pages (writer only). */
+    void setFilled(int slot, int filled) {
+        INT.setRelease(table, offset(slot) + FILLED, filled);
+    }
+
+    /** Bytes of the chunk in a pinned slot filled from its start: its length once fetched. */
+    int filled(int slot) {
+        return (int) INT.getAcquire(table, offset(slot) + FILLED);
+    }
+
+    /** Makes a live slot unfindable (its fetch failed); pins already held stay valid (writer only). */
+    void retire(int slot) {
+        LONG.setRelease(table, offset(slot) + CHUNK, -1L);
     }
 
     /** Length of the chunk in a pinned slot. */

@@ -6,10 +6,12 @@ import java.io.InputStream;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.ReadableByteChannel;
+import java.util.function.LongConsumer;
 
 /**
  * Pages set aside for one chunk while it is fetched. The fetcher fills them ({@link #fill}), then
- * either publishes them into the index or cancels; either way, exactly once.
+ * either publishes them into the index or cancels; either way, exactly once. Published early
+ * ({@link #publishEarly}), readers see the bytes as they arrive, not only once all have.
  */
 public final class Reservation {
 
@@ -17,6 +19,11 @@ public final class Reservation {
     private final int length;
     private final int[] pages;
     private boolean done;
+    /** Set by {@link #publishEarly}: the chunk readers already find, and who hears of its progress. */
+    private ExtentIndex.Entry early;
+    private LongConsumer progress;
+    /** Bytes from the start readers have been told are filled (a retried body starts again below it). */
+    private int visible;
 
     Reservation(ExtentIndex index, int length, int[] pages) {
         this.index = index;
@@ -75,6 +82,12 @@ public final class Reservation {
             }
             write(filled, buffer.asSlice(0, n));
             filled += n;
+            // the last bytes only with publish, after the body is checked for trailing bytes
+            if (early != null && filled > visible && filled < length) {
+                visible = (int) filled;
+                index.filled(early, visible);
+                progress.accept(filled);
+            }
         }
     }
 
@@ -98,17 +111,40 @@ public final class Reservation {
         }
     }
 
+    /**
+     * Makes the pages findable as chunk {@code key} at version {@code etag} before they are filled:
+     * readers may read the bytes {@link #fill} has written so far, and {@code progress} hears how many
+     * that is after each write. {@link #publish} or {@link #cancel} ends it as usual.
+     *
+     * @throws StagingException when the chunk has no free slot (the pages stay reserved: cancel them)
+     */
+    public void publishEarly(ChunkKey key, String etag, LongConsumer progress) {
+        if (done || early != null) {
+            throw new IllegalStateException("reservation already published");
+        }
+        this.early = index.publishFilling(key, etag, length, pages);
+        this.progress = progress;
+    }
+
     /** Makes the filled pages the staged bytes of {@code key} at version {@code etag}. */
     public void publish(ChunkKey key, String etag) {
         markDone();
-        index.publish(key, etag, length, pages);
+        if (early != null) {
+            index.finishFilling(early, length);
+        } else {
+            index.publish(key, etag, length, pages);
+        }
     }
 
-    /** Gives the pages back unused (the fetch failed). */
+    /** Gives the pages back unused (the fetch failed); readers of bytes published early keep them until they let go. */
     public void cancel() {
         if (!done) {
             markDone();
-            index.cancel(pages);
+            if (early != null) {
+                index.abandonFilling(early);
+            } else {
+                index.cancel(pages);
+            }
         }
     }
 

@@ -33,13 +33,30 @@ public final class StagingView implements AutoCloseable {
         }
     }
 
-    /** The chunk for {@code key} at version {@code etag}, pinned; null when it is not staged. */
+    /** The chunk for {@code key} at version {@code etag}, pinned; null when it is not staged whole. */
     public StagedChunk acquire(ChunkKey key, String etag) {
-        int slot = table.pin(key.inode(), key.index(), ExtentTable.etagHash(etag));
-        return slot < 0 ? null : new StagedChunk(slot, table.length(slot));
+        return acquire(key, etag, Integer.MAX_VALUE);
     }
 
-    /** Whether {@code key} at {@code etag} is staged now (the answer may change at once). */
+    /**
+     * The chunk for {@code key} at version {@code etag}, pinned, if at least its first {@code needed}
+     * bytes are filled (or all of it, when it is shorter); null otherwise. A chunk still being fetched
+     * is readable up to what has arrived: only those bytes of it may be read.
+     */
+    public StagedChunk acquire(ChunkKey key, String etag, long needed) {
+        int slot = table.pin(key.inode(), key.index(), ExtentTable.etagHash(etag));
+        if (slot < 0) {
+            return null;
+        }
+        int length = table.length(slot);
+        if (table.filled(slot) < Math.min(needed, length)) {
+            table.unpin(slot);
+            return null;
+        }
+        return new StagedChunk(slot, length);
+    }
+
+    /** Whether {@code key} at {@code etag} is staged whole now (the answer may change at once). */
     public boolean contains(ChunkKey key, String etag) {
         StagedChunk chunk = acquire(key, etag);
         if (chunk == null) {

@@ -76,8 +76,12 @@ class AgentTest {
         return new Node.File(inode, key, object.size(), object.etag(), object.lastModifiedMillis());
     }
 
-    private byte[] staged(Node.File file, long chunk) {
-        StagedChunk c = index.view().acquire(new ChunkKey(file.inode(), chunk), file.etag());
+    /** The chunk's bytes once it is staged whole (a read completes when its own bytes are readable, maybe sooner). */
+    private byte[] staged(Node.File file, long chunk) throws InterruptedException {
+        StagedChunk c = null;
+        for (long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10); c == null && System.nanoTime() < deadline; Thread.sleep(5)) {
+            c = index.view().acquire(new ChunkKey(file.inode(), chunk), file.etag());
+        }
         assertNotNull(c, "chunk " + chunk + " not staged");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment target = arena.allocate(c.length());

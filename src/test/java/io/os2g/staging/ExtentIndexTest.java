@@ -358,4 +358,72 @@ class ExtentIndexTest {
         StagingException e = assertThrows(StagingException.class, () -> index(8L * PAGE, Duration.ofSeconds(1)));
         assertTrue(e.getMessage().contains("in use"), e.getMessage());
     }
+
+    @Test
+    void aChunkPublishedEarlyIsReadableUpToWhatHasArrivedAndWholeOnlyOncePublished() throws Exception {
+        ExtentIndex index = index(16L * PAGE, Duration.ofSeconds(1));
+        byte[] body = pattern(3 * PAGE + 100, 4);
+        ChunkKey key = new ChunkKey(7, 0);
+        Reservation r = index.reserve(body.length);
+        java.util.List<Long> progress = new java.util.concurrent.CopyOnWriteArrayList<>();
+        r.publishEarly(key, "e1", progress::add);
+        assertNull(index.view().acquire(key, "e1", 1), "findable, but nothing arrived yet");
+        var rest = new java.util.concurrent.CountDownLatch(1);
+        var filling = java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                r.fill(new io.os2g.support.PausingBody(body, PAGE, rest));
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        for (long deadline = System.nanoTime() + 5_000_000_000L; progress.isEmpty() && System.nanoTime() < deadline; ) {
+            Thread.sleep(1);
+        }
+        assertEquals(java.util.List.of((long) PAGE), progress);
+        StagedChunk head = index.view().acquire(key, "e1", PAGE);
+        assertNotNull(head, "the first page arrived");
+        assertArrayEquals(java.util.Arrays.copyOf(body, PAGE), read(index, head, 0, PAGE));
+        index.view().release(head);
+        assertNull(index.view().acquire(key, "e1", PAGE + 1), "beyond what arrived");
+        assertNull(index.view().acquire(key, "e1"), "not staged whole yet");
+        assertFalse(index.view().contains(key, "e1"));
+        assertEquals(0, index.evictAll(), "a chunk being filled is never evicted");
+        rest.countDown();
+        filling.get(5, java.util.concurrent.TimeUnit.SECONDS);
+        assertNull(index.view().acquire(key, "e1"), "its last bytes wait for publish (the body's end is checked first)");
+        r.publish(key, "e1");
+        StagedChunk whole = index.view().acquire(key, "e1");
+        assertNotNull(whole);
+        assertArrayEquals(body, read(index, whole, 0, body.length));
+        index.view().release(whole);
+        assertEquals(0, index.inFlightBytes());
+        assertEquals(0, index.pinnedChunks());
+        assertEquals(1, index.evictAll(), "published: an ordinary staged chunk");
+    }
+
+    @Test
+    void aFailedEarlyChunkIsFoundByNobodyAndAReaderHoldingItKeepsItsBytes() throws Exception {
+        ExtentIndex index = index(8L * PAGE, Duration.ofMillis(200));
+        byte[] body = pattern(4 * PAGE, 5);
+        ChunkKey key = new ChunkKey(8, 2);
+        Reservation r = index.reserve(body.length);
+        r.publishEarly(key, "e1", n -> { });
+        assertThrows(EOFException.class, () -> r.fill(new ByteArrayInputStream(body, 0, 2 * PAGE)));
+        StagedChunk held = index.view().acquire(key, "e1", 2 * PAGE);
+        assertNotNull(held);
+        r.cancel();
+        assertNull(index.view().acquire(key, "e1", 1), "retired: nobody finds it again");
+        assertEquals(0, index.inFlightBytes());
+        // the pages it held stay until the reader lets go: a region this size has room for one more chunk of 4 pages
+        Reservation other = index.reserve(4 * PAGE);
+        assertThrows(StagingException.class, () -> index.reserve(4 * PAGE));
+        assertArrayEquals(java.util.Arrays.copyOf(body, 2 * PAGE), read(index, held, 0, 2 * PAGE));
+        index.view().release(held);
+        other.cancel();
+        index.reserve(8 * PAGE).cancel(); // all of it free again once the reader let go
+        stage(index, key, "e1", body); // and fetched again, it is staged like any chunk
+        StagedChunk again = index.view().acquire(key, "e1");
+        assertArrayEquals(body, read(index, again, 0, body.length));
+        index.view().release(again);
+    }
 }
