@@ -36,6 +36,8 @@ public final class Agent implements AutoCloseable {
     private final String cacheScope;
     private final ConcurrentHashMap<Long, OpenFile> handles = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
+    /** One handle's window at most: the configured cap, and a quarter of the staging region (room for others). */
+    private final long maxReadahead;
 
     private record OpenFile(Node.File file, ReadaheadWindow window) {
     }
@@ -58,6 +60,7 @@ public final class Agent implements AutoCloseable {
         this.cache = cache;
         this.cacheScope = cacheScope;
         this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight(), cache, cacheScope);
+        this.maxReadahead = Math.max(config.initialReadahead(), Math.min(config.maxReadahead(), index.capacityBytes() / 4));
         this.prefetcher = new DirectoryPrefetcher(namespace, fetcher, placements(store),
                 index, config.chunkSize(), config.directoryPrefetch());
         // half the region ahead of the readers: the other half stays for their misses and for readahead
@@ -118,7 +121,7 @@ public final class Agent implements AutoCloseable {
 
     private void open(long handle, Node.File file) {
         OpenFile replaced = handles.put(handle, new OpenFile(file,
-                new ReadaheadWindow(config.initialReadahead(), config.maxReadahead(), config.chunkSize())));
+                new ReadaheadWindow(config.initialReadahead(), maxReadahead, config.chunkSize())));
         if (replaced != null) {
             hints.onRelease(replaced.file());
         }
@@ -153,7 +156,7 @@ public final class Agent implements AutoCloseable {
         }
         long aheadEnd;
         synchronized (open) {
-            aheadEnd = Math.min(file.size(), open.window().onRead(offset, end - offset));
+            aheadEnd = Math.min(file.size(), open.window().onRead(offset, end - offset, System.nanoTime(), fetcher.chunkFetchNanos()));
         }
         long first = layout.index(offset);
         long last = layout.index(end - 1);

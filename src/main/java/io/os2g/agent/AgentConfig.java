@@ -6,8 +6,9 @@ package io.os2g.agent;
  *     file does not drag in much more)
  * @param initialReadahead first readahead window of a handle: 1 MiB, as mountpoint-s3 starts, so a
  *     reader that turns out random wastes little
- * @param maxReadahead cap on one handle's window (default 64 MiB: eight chunks in flight keep a
- *     sequential reader ahead of a 10 ms object store at GB/s)
+ * @param maxReadahead cap on one handle's window, which is sized below it from the reader's rate and
+ *     the store's chunk fetch time (default 256 MiB: a reader at 2 GB/s of a store that takes 60 ms
+ *     per chunk; the agent also keeps it within a quarter of the staging region)
  * @param maxInFlight chunk fetches running at once over all handles
  * @param directoryPrefetch small files of a directory being read through that are staged ahead of
  *     their open, at most (default 256: about 32 MB of JPEG-sized files per directory, enough that a
@@ -17,7 +18,7 @@ public record AgentConfig(long chunkSize, long initialReadahead, long maxReadahe
 
     public static final long DEFAULT_CHUNK_SIZE = 8L << 20;
     public static final long DEFAULT_INITIAL_READAHEAD = 1L << 20;
-    public static final long DEFAULT_MAX_READAHEAD = 64L << 20;
+    public static final long DEFAULT_MAX_READAHEAD = 256L << 20;
     public static final int DEFAULT_MAX_IN_FLIGHT = 32;
     public static final int DEFAULT_DIRECTORY_PREFETCH = 256;
 

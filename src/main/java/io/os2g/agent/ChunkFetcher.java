@@ -58,6 +58,8 @@ final class ChunkFetcher implements AutoCloseable {
     private final LongAdder fetched = new LongAdder();
     private final LongAdder fetchedBytes = new LongAdder();
     private final LongAdder failures = new LongAdder();
+    /** How long a whole chunk takes from the store, moving average (0 until one did); for readahead windows. */
+    private volatile long chunkFetchNanos;
     private final Cache<Version, Throwable> recentFailures = Caffeine.newBuilder()
             .expireAfterWrite(FAILURE_MEMORY)
             .maximumSize(4096)
@@ -229,7 +231,11 @@ final class ChunkFetcher implements AutoCloseable {
                     if (!onDisk) {
                         // readable as the body arrives (a disk block is not: its checksum is known at its end)
                         target.publishEarly(key, file.etag(), done::readable);
+                        long started = System.nanoTime();
                         store.read(file.key(), layout.start(key.index()), length, file.etag(), target::fill);
+                        if (length == layout.chunkSize()) {
+                            timed(System.nanoTime() - started);
+                        }
                     }
                     if (onDisk) {
                         fromDisk.increment();
@@ -266,6 +272,17 @@ final class ChunkFetcher implements AutoCloseable {
             inFlight.remove(key, done);
             done.finish(t);
         }
+    }
+
+    /** Adds one whole chunk's fetch time to the average (an eighth of its weight; a lost race loses a sample). */
+    private void timed(long nanos) {
+        long before = chunkFetchNanos;
+        chunkFetchNanos = before == 0 ? nanos : before + (nanos - before) / 8;
+    }
+
+    /** How long a whole chunk takes to fetch from the store lately; 0 when no chunk has been fetched yet. */
+    long chunkFetchNanos() {
+        return chunkFetchNanos;
     }
 
     /** Whether this fetcher keeps files in a disk cache, so that {@link #fill} can put them there. */

@@ -89,7 +89,8 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--chunk-size", paramLabel = "SIZE", defaultValue = "8M", description = "Unit of fetching, a power of two >= 64K (default: ${DEFAULT-VALUE}).")
     String chunkSize;
 
-    @Option(names = "--max-readahead", paramLabel = "SIZE", defaultValue = "64M", description = "Readahead cap per open file (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--max-readahead", paramLabel = "SIZE", defaultValue = "256M",
+            description = "Readahead cap per open file, within a quarter of the staging region; the window is sized from the reader's rate below it (default: ${DEFAULT-VALUE}).")
     String maxReadahead;
 
     @Option(names = "--dir-prefetch", paramLabel = "N", defaultValue = "256",

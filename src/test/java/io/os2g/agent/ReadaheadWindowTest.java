@@ -50,4 +50,39 @@ class ReadaheadWindowTest {
         w.onRead(0, 4096);
         assertEquals(MIB, w.window());
     }
+
+    private static final long MS = 1_000_000;
+
+    /** A reader at {@code mbPerS} reporting once per chunk from {@code fromChunk} on, each chunk taking {@code fetchMs} from the store. */
+    private static void readAt(ReadaheadWindow w, int fromChunk, int chunks, double mbPerS, long fetchMs) {
+        for (int c = fromChunk; c < fromChunk + chunks; c++) {
+            long now = (long) (c * CHUNK / (mbPerS * 1e6) * 1e9);
+            w.onRead(c * CHUNK, 128 * 1024, now, fetchMs * MS);
+        }
+    }
+
+    @Test
+    void aFastReaderOfASlowStoreGrowsItsWindowToTheCap() {
+        ReadaheadWindow w = new ReadaheadWindow(MIB, 256 * MIB, CHUNK);
+        readAt(w, 0, 20, 1000, 120); // 1 GB/s from a store that takes 120 ms a chunk: 240 MB aimed at
+        assertEquals(256 * MIB, w.window());
+    }
+
+    @Test
+    void theWindowStopsGrowingAtTwiceWhatOneFetchTimeOfReadingTakes() {
+        ReadaheadWindow w = new ReadaheadWindow(MIB, 256 * MIB, CHUNK);
+        readAt(w, 0, 20, 500, 20); // 500 MB/s, 20 ms a chunk: 20 MB aimed at
+        assertEquals(32 * MIB, w.window(), "doubled past 20 MB once, then held");
+    }
+
+    @Test
+    void aSlowReaderShrinksItsWindowToWhatItNeeds() {
+        ReadaheadWindow w = new ReadaheadWindow(MIB, 256 * MIB, CHUNK);
+        for (int c = 0; c < 8; c++) {
+            w.onRead(c * CHUNK, 4096); // no times known yet: doubles
+        }
+        assertEquals(128 * MIB, w.window());
+        readAt(w, 8, 10, 40, 30); // then 40 MB/s (a reader that decodes) from a 30 ms store: 2.4 MB aimed at
+        assertEquals(2_400_000, w.window(), 50_000);
+    }
 }
