@@ -95,6 +95,7 @@ final class AgentSessions implements AgentSession.Factory {
         GpuRegistration gpu = null;
         try {
             Preflight.storeAnswers(client, client.endpoint(), spec.prefix());
+            client.warmUp();
             region = StagingRegion.create(staging);
             int device = spec.gpuDevice() >= 0 ? spec.gpuDevice() : defaultGpu;
             gpu = device < 0 ? null : CudaDevices.register(device, region);

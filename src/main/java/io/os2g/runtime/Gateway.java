@@ -99,6 +99,7 @@ public final class Gateway implements AutoCloseable {
         DiskCache disk = null;
         try {
             Preflight.storeAnswers(store, config.store().endpoint(), config.prefix());
+            store.warmUp();
             disk = Preflight.openCache(config.cache());
             return mount(config, store, disk);
         } catch (StagingException e) {

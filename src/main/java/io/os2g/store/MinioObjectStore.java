@@ -29,6 +29,7 @@ import javax.net.ssl.SSLPeerUnverifiedException;
 import okhttp3.ConnectionPool;
 import okhttp3.Dispatcher;
 import okhttp3.OkHttpClient;
+import okhttp3.Request;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -236,6 +237,26 @@ public final class MinioObjectStore implements ObjectStore {
             }
             listOnce(prefix, 1);
         }
+    }
+
+    /**
+     * Readies the GET path in the background, sending nothing: a GET is signed (the day's signing key
+     * derived, the JVM's classes for it loaded) and a connection opened and kept for the first GET.
+     * A mount's first reader then waits for the store, not for the client's first use (tens of ms).
+     */
+    public void warmUp() {
+        Thread.ofVirtual().name("os2g-warm-get").start(() -> {
+            try {
+                Target t = target;
+                Request request = RangedGet.request(t.endpoint(), "os2g-warm-up", 0, 1, "\"0\"");
+                SocketGet direct = socketGet;
+                if (direct != null) {
+                    direct.connect(request.url());
+                }
+            } catch (IOException | RuntimeException e) {
+                LOG.debug("warming the GET path failed: {}", e.toString());
+            }
+        });
     }
 
     private Listing listOnce(String prefix, int limit) {

@@ -141,6 +141,11 @@ final class SocketGet implements AutoCloseable {
         throw ErrorAnswer.of(status, error, head.header(ErrorAnswer.REGION_HEADER)).failure(what);
     }
 
+    /** Opens a connection to {@code url}'s server, if none is idle, and keeps it for the next GET. */
+    void connect(HttpUrl url) throws IOException {
+        giveBack(take(url));
+    }
+
     private Connection take(HttpUrl url) throws IOException {
         long now = System.nanoTime();
         for (Connection c; (c = idle.pollFirst()) != null; ) {
