@@ -211,6 +211,15 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(f"{what}: {n}")
 
 
+def forget_pages(path):
+    """Drops the file's pages from the kernel's cache, so that the next read reaches the mount."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def read_verified(path, expected_sha256):
     """Reads a whole file; its bytes must hash to what was put, or the read must fail (never wrong bytes)."""
     data = Path(path).read_bytes()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CREDENTIALS_ENV, Agent, Mount, Tally, payload, read_verified, run_os2g, sha256
+from conftest import CREDENTIALS_ENV, Agent, Mount, Tally, forget_pages, payload, read_verified, run_os2g, sha256
 
 FILES = 24
 SIZE = 1 << 20  # 24 MiB of data through an 8 MiB staging region
@@ -25,15 +25,6 @@ def shim_stats(m):
 
 def stats(m):
     return shim_stats(m)["agent"]
-
-
-def forget_pages(path):
-    """Drops the file's pages from the kernel's cache, so that the next read reaches the mount."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def epoch(m, hashes):
