@@ -7,7 +7,10 @@ import java.util.concurrent.TimeUnit;
  * enters a chunk, so the window sees at most one report per chunk. A report near the frontier (the
  * furthest byte read so far) is sequential: the kernel's readahead sends reads slightly out of order
  * and from several threads, so "near" reaches a chunk plus the window on either side. Any other
- * report (a jump, a seek far back) resets the window to its start.
+ * report (a jump, a seek far back) quarters the window, down to its start: a random reader is back
+ * at the start after a few reads, while a reader that jumps between long runs (torch.load reads a
+ * checkpoint's tensors in the order of their names, not of the file) does not ramp up from 1 MiB
+ * for each run.
  *
  * <p>The window is sized from what it must cover: while the reader reads at {@code rate}, a chunk
  * asked for now arrives one chunk fetch later, so {@code rate x fetch time} bytes must be in flight
@@ -65,7 +68,7 @@ final class ReadaheadWindow {
                 }
             }
         } else {
-            window = initial;
+            window = Math.max(initial, window / 4);
             frontier = end;
             rate = 0;
             startSpan(nowNanos);

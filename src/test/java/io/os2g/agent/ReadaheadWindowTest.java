@@ -37,7 +37,26 @@ class ReadaheadWindowTest {
     }
 
     @Test
-    void aSeekBackOrAFarJumpResetsTheWindow() {
+    void aJumpQuartersTheWindowSoRandomReadsAreSoonBackAtTheStart() {
+        ReadaheadWindow w = new ReadaheadWindow(MIB, 256 * MIB, CHUNK);
+        for (int c = 0; c < 10; c++) {
+            w.onRead(c * CHUNK, 4096);
+        }
+        assertEquals(256 * MIB, w.window());
+        w.onRead(500 * CHUNK, 4096); // the next tensor of a checkpoint, elsewhere in the file
+        assertEquals(64 * MIB, w.window(), "a reader of long runs keeps a good part of its window");
+        w.onRead(501 * CHUNK, 4096);
+        assertEquals(128 * MIB, w.window());
+        long[] random = {90, 7, 300, 41};
+        long[] expected = {32, 8, 2, 1};
+        for (int i = 0; i < random.length; i++) {
+            w.onRead(random[i] * 10 * CHUNK, 4096);
+            assertEquals(expected[i] * MIB, w.window(), "random read " + i);
+        }
+    }
+
+    @Test
+    void aSeekBackOrAFarJumpFromASmallWindowStartsOver() {
         ReadaheadWindow w = new ReadaheadWindow(MIB, 64 * MIB, CHUNK);
         w.onRead(0, 4096);
         w.onRead(CHUNK, 4096);
