@@ -32,10 +32,18 @@ public final class Agent implements AutoCloseable {
     private final HintedPrefetcher hints;
     private final HintedPrefetcher warm;
     private final Namespace namespace;
+    private final ObjectStore objects;
     private final DiskCache cache;
     private final String cacheScope;
     private final ConcurrentHashMap<Long, OpenFile> handles = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
+    /**
+     * The window of a file the store decodes (a decompressed view): its decoder goes in order, and a
+     * chunk asked for further ahead than it decodes in its order wait (200 ms) would skip ahead, then
+     * make the chunks before it restart the decode from the start.
+     */
+    static final long DECODED_READAHEAD = 64L << 20;
+
     /** One handle's window at most: the configured cap, and a quarter of the staging region (room for others). */
     private final long maxReadahead;
 
@@ -68,6 +76,7 @@ public final class Agent implements AutoCloseable {
                 index.capacityBytes() / 2, config.maxInFlight());
         this.warm = new HintedPrefetcher(HintedPrefetcher.Mode.WARM, fetcher, index, layout, Long.MAX_VALUE, config.maxInFlight());
         this.namespace = namespace;
+        this.objects = store;
     }
 
     /** Where a file's bytes lie inside another object: tar members, when the store expands tars. */
@@ -120,8 +129,9 @@ public final class Agent implements AutoCloseable {
     }
 
     private void open(long handle, Node.File file) {
+        long max = objects.decodes(file.key()) ? Math.min(maxReadahead, DECODED_READAHEAD) : maxReadahead;
         OpenFile replaced = handles.put(handle, new OpenFile(file,
-                new ReadaheadWindow(config.initialReadahead(), maxReadahead, config.chunkSize())));
+                new ReadaheadWindow(Math.min(config.initialReadahead(), max), max, config.chunkSize())));
         if (replaced != null) {
             hints.onRelease(replaced.file());
         }

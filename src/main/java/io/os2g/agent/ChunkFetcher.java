@@ -229,11 +229,14 @@ final class ChunkFetcher implements AutoCloseable {
                     BlockKey block = cache == null ? null : new BlockKey(cacheScope, file.key(), file.etag(), layout.start(key.index()), length);
                     boolean onDisk = block != null && cache.read(block, target::fill);
                     if (!onDisk) {
-                        // readable as the body arrives (a disk block is not: its checksum is known at its end)
-                        target.publishEarly(key, file.etag(), done::readable);
+                        // readable as the body arrives; a disk block or a decoded view is not: its checksum is known at its end
+                        boolean decoded = store.decodes(file.key());
+                        if (!decoded) {
+                            target.publishEarly(key, file.etag(), done::readable);
+                        }
                         long started = System.nanoTime();
                         store.read(file.key(), layout.start(key.index()), length, file.etag(), target::fill);
-                        if (length == layout.chunkSize()) {
+                        if (length == layout.chunkSize() && !decoded) { // the store's time, not a decoder's
                             timed(System.nanoTime() - started);
                         }
                     }

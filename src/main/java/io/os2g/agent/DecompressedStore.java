@@ -287,6 +287,12 @@ public final class DecompressedStore implements ObjectStore {
         }
     }
 
+    /** Whether {@code key} is a decompressed view (known from its directory's listing). */
+    @Override
+    public boolean decodes(String key) {
+        return views.getIfPresent(key) != null;
+    }
+
     /** The view {@code key} names, listing its directory if this store has not; null for a key of the bucket's own. */
     private View view(String key) {
         View view = views.getIfPresent(key);

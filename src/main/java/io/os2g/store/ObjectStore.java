@@ -36,6 +36,15 @@ public interface ObjectStore extends AutoCloseable {
         return java.util.Map.of();
     }
 
+    /**
+     * Whether this store decodes {@code key}'s bytes (a decompressed view) rather than reading them as
+     * stored: a decoder goes in order and checks its stream only at its end, so such a key's chunks are
+     * not readable before they are whole, nor asked for far ahead of the reader.
+     */
+    default boolean decodes(String key) {
+        return false;
+    }
+
     /** The bucket this store reads. */
     String bucket();
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
@@ -146,6 +147,10 @@ class AgentFirstBytesTest {
         assertArrayEquals(Arrays.copyOfRange(body, 300_000, 304_096), read(f, 0, 300_000, 4096));
         agent.read(h, CHUNK, 5000).get(5, TimeUnit.SECONDS);
         assertArrayEquals(Arrays.copyOfRange(body, CHUNK, CHUNK + 5000), read(f, 1, 0, 5000));
+        for (long deadline = System.nanoTime() + 5_000_000_000L; !index.view().contains(new ChunkKey(f.inode(), 0), f.etag()); ) {
+            assertTrue(System.nanoTime() < deadline, "chunk 0 staged whole once its body ended");
+            Thread.sleep(5);
+        }
         assertArrayEquals(Arrays.copyOf(body, CHUNK), read(f, 0, 0, CHUNK));
         assertEquals(2, gets.get(), "one GET per chunk, however many readers waited on its bytes");
     }

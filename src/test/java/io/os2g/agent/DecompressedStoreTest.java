@@ -170,4 +170,39 @@ class DecompressedStoreTest {
             assertEquals(StoreException.Kind.CHANGED, e.kind());
         }
     }
+
+    @Test
+    void aViewIsStagedOnlyOnceDecodedAndCheckedWholeAndReadAheadLittle(@org.junit.jupiter.api.io.TempDir java.nio.file.Path tmp)
+            throws Exception {
+        byte[] badTrailer = gzip(body);
+        badTrailer[badTrailer.length - 6] ^= 0x5a; // the CRC: every byte decodes, the check at the end fails
+        s3.put("data", "v/bad.gz", badTrailer).put("data", "v/good.gz", gzip(body));
+        var region = io.os2g.staging.StagingRegion.create(io.os2g.staging.StagingConfig.of(tmp.resolve("staging"), 64L << 20,
+                java.time.Duration.ofSeconds(5)));
+        try (DecompressedStore store = new DecompressedStore(s3.store("data"))) {
+            var namespace = new io.os2g.namespace.Namespace(store, "", java.time.Duration.ofMinutes(5));
+            var index = new io.os2g.staging.ExtentIndex(region, 1 << 20);
+            Map<String, ObjectSummary> listed = byKey(store.list("v/").objects());
+            assertTrue(store.decodes("v/bad") && store.decodes("v/good"));
+            assertFalse(store.decodes("v/bad.gz"), "the stored object is read as stored");
+            try (Agent agent = new Agent(store, index, new AgentConfig(1 << 20, 64 * 1024, 256L << 20, 8, 0), namespace)) {
+                ObjectSummary bad = listed.get("v/bad");
+                long h = agent.open(1, bad.key(), bad.etag(), bad.size());
+                var failed = assertThrows(java.util.concurrent.ExecutionException.class, () -> agent.read(h, 0, 4096).get(10, TimeUnit.SECONDS));
+                assertTrue(failed.getCause() instanceof StoreException se && se.kind() == StoreException.Kind.PROTOCOL, failed.toString());
+                assertEquals(null, index.view().acquire(new io.os2g.staging.ChunkKey(1, 0), bad.etag(), 1),
+                        "none of a stream that fails its check is readable, not even its first bytes");
+                ObjectSummary good = listed.get("v/good");
+                long g = agent.open(2, good.key(), good.etag(), good.size());
+                agent.read(g, 0, 4096).get(10, TimeUnit.SECONDS);
+                var chunk = index.view().acquire(new io.os2g.staging.ChunkKey(2, 0), good.etag());
+                assertTrue(chunk != null, "read whole");
+                index.view().release(chunk);
+            } finally {
+                namespace.close();
+            }
+        } finally {
+            region.close();
+        }
+    }
 }
