@@ -44,17 +44,21 @@ def drop_caches():
 class Target:
     """A way to present the bucket as a directory: a mount command, or the local copy."""
 
-    def __init__(self, name, flags, command, env=None, agent=None, cache_dir=None):
+    def __init__(self, name, flags, command, env=None, agent=None, cache_dir=None, direct=None):
         """agent: for os2g's split mode, the command of the agent process the mount connects to.
         cache_dir: a target of the disk cache workloads (the set larger than memory), whose disk cache is
-        this directory, emptied before each workload (None: the other workloads' targets)."""
+        this directory, emptied before each workload (None: the other workloads' targets).
+        direct: no mount; the sequential and first-byte workloads GET from this endpoint with curl."""
         self.name, self.flags, self.command, self.env, self.agent = name, flags, command, env or {}, agent
         self.cache_dir = cache_dir
+        self.direct = direct
         self.agent_proc = None
 
     def runs(self, label):
         """Whether this target runs workload `label`: the *-cache ones on the local copy and the disk cache
         targets, the others on the rest."""
+        if self.direct:
+            return label in DIRECT_WORKLOADS
         return self.command is None or (self.cache_dir is not None) == label.endswith("-cache")
 
     def clear_cache(self):
@@ -151,15 +155,20 @@ def targets(endpoint, data, work, quick):
                           "--cache-dir", str(work / "rclone-cache"), "--dir-cache-time", "1h", "--attr-timeout", "1h",
                           "--buffer-size", "32M"], rclone_env),
         *cache_targets(str(ROOT / "os2g"), endpoint, work, creds, s3fs_base, rclone_env),
+        # the store's own speed from this machine: parallel ranged GETs with curl, no file system
+        Target("direct", "curl, 8 ranged GETs of 8 MiB in flight (no mount)", None, direct=endpoint),
         Target("local", "local copy, run last (the ceiling)", None),
     ]
     baseline = os.environ.get("OS2G_BASELINE")
     if baseline:  # another build's checkout, for before/after rounds: os2g-base, os2g-split-base
         all_targets[1:1] = os2g_targets(str(Path(baseline) / "os2g"), "-base", endpoint, work, creds)
     if quick:
-        return [t for t in all_targets if t.flags == "default" or t.name.startswith("os2g-split") or t.name == "local"]
+        return [t for t in all_targets if t.flags == "default" or t.name.startswith("os2g-split") or t.name in ("local", "direct")]
     return all_targets
 
+
+# what the direct target (curl, no mount) runs: the reads a download tool does too
+DIRECT_WORKLOADS = ("seq-1", "seq-huge", "ttfb")
 
 # the staging region of the disk cache workloads: the ~630 MB of JPEGs is five times it
 CACHE_STAGING = "128M"
@@ -210,6 +219,12 @@ def workloads(quick):
         # the same read on a mount that has read a large file before: its JIT has compiled the read path
         ("seq-1-warm", ["sequential", "--readers", "1", "--warm-first"]),
         *([] if quick else [("seq-4", ["sequential", "--readers", "4"])]),
+        # large files the ways loaders read them (seed.py's large_paths): one 4 GiB file, a 2 GiB
+        # checkpoint by torch.load, cp and dd; 1 GiB of safetensors mapped; a 1 GiB .npy mapped and summed;
+        # the 8 tar shards streamed by 4 DataLoader workers
+        *([] if quick else [("seq-huge", ["sequential", "--readers", "1", "--file", "huge/file-4g.bin"]),
+                            ("torch-load", ["torch-load"]), ("safetensors", ["safetensors"]), ("npy-mmap", ["npy-mmap"]),
+                            ("tar-stream", ["tar-stream", "--readers", "4"]), ("cp", ["cp"]), ("dd", ["dd"])]),
         ("walk", ["walk", "--tree", "tree/d00" if quick else "tree"]),
         ("ttfb", ["ttfb"]),
         ("dataloader", ["dataloader", *(["--limit", "600"] if quick else [])]),
@@ -293,7 +308,7 @@ def main():
                 try:
                     agent_cpu0 = cpu_seconds(agent_pid) if agent_pid else 0
                     r = subprocess.run([PY, str(HERE / "workloads.py"), str(root), str(pid), *args, "--server-pid", str(a.server_pid),
-                                        "--agent-pid", str(agent_pid)],
+                                        "--agent-pid", str(agent_pid), *(["--direct", target.direct] if target.direct else [])],
                                        capture_output=True, text=True, timeout=WORKLOAD_TIMEOUT_S)
                     if r.returncode != 0:
                         row = {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"}
@@ -339,6 +354,8 @@ def _summary(row):
         return f"{row['mb_per_s']:.0f} MB/s"
     if "samples_per_s" in row:
         return f"{row['samples_per_s']:.0f} samples/s"
+    if "seconds_next" in row:
+        return f"{1000 * row['seconds']:.1f} ms, then {1000 * row['seconds_next']:.1f} ms"
     return f"{row.get('seconds', 0):.2f} s"
 
 

@@ -21,7 +21,14 @@ WORKLOADS = OrderedDict([
     ("seq-1-warm", ("The same read on a mount that has read another 256 MiB file first (its start-up, JIT included, past)", "mb_per_s", "MB/s", True)),
     ("seq-4", ("Sequential reads of four 256 MiB files, 4 readers", "mb_per_s", "MB/s", True)),
     ("walk", ("os.walk + stat of the object tree", "seconds", "s", False)),
-    ("ttfb", ("Time to first byte of a file not read before", "seconds", "s", False)),
+    ("seq-huge", ("Sequential read of a 4 GiB file, 1 reader", "mb_per_s", "MB/s", True)),
+    ("ttfb", ("Time to first byte of a file not read before: the first read of a fresh mount (the next file's in the flags column)", "seconds", "s", False)),
+    ("torch-load", ("torch.load of a 2 GiB checkpoint (torch.save of float32 tensors), MB/s of the file", "mb_per_s", "MB/s", True)),
+    ("safetensors", ("A 1 GiB safetensors file mapped and each tensor copied out, as safetensors.torch.load_file does", "mb_per_s", "MB/s", True)),
+    ("npy-mmap", ("np.load(mmap_mode='r') of a 1 GiB float32 array, summed 64 MiB at a time in order", "mb_per_s", "MB/s", True)),
+    ("tar-stream", ("8 tar shards (~1 GB) streamed with tarfile (r|) by 4 DataLoader workers, WebDataset-style", "mb_per_s", "MB/s", True)),
+    ("cp", ("cp of the 2 GiB checkpoint to /dev/null", "mb_per_s", "MB/s", True)),
+    ("dd", ("dd bs=4M of the 2 GiB checkpoint to /dev/null", "mb_per_s", "MB/s", True)),
     ("dataloader", ("PyTorch DataLoader over ImageFolder (PIL decode, resize 224, batch 32, 2 workers, shuffled)", "samples_per_s", "samples/s", True)),
     ("small-4-hinted", ("Shuffled whole-file reads of ~125 KB JPEGs, 4 reader processes, the order hinted to /.os2g/prefetch first (cold)", "files_per_s", "files/s", True)),
     ("dataloader-hinted", ("PyTorch DataLoader over ImageFolder as above, with os2g.Os2gSampler hinting each epoch's order (cold)", "samples_per_s", "samples/s", True)),
@@ -111,24 +118,30 @@ def tables(meta, rows):
             peer_values = [value(r, key, epoch) for r in reference if r["target"] in PEERS and value(r, key, epoch) is not None]
             best_peer = (max(peer_values) if higher else min(peer_values)) if peer_values else None
             local = local_reference(reference, key, epoch)
+            directs = [value(r, key, epoch) for r in ok if r["target"] == "direct"]
+            direct = directs[0] if directs else None
             anchor = f'<a id="{label}"></a>' if epoch == 0 else ""
-            lines = [f"## {name} {anchor}".rstrip(), "", f"| target | flags | {unit} | gateway CPU s/GiB | split: agent CPU s/GiB | S3 server CPU s | stolen s | peak RSS MiB | vs best peer | vs local |",
-                     "|---|---|---|---|---|---|---|---|---|---|"]
+            notes = sorted({r["run_note"] for r in group if r.get("run_note")})
+            lines = [f"## {name} {anchor}".rstrip(), "", *(f"{n}\n" for n in notes), f"| target | flags | {unit} | gateway CPU s/GiB | split: agent CPU s/GiB | S3 server CPU s | stolen s | peak RSS MiB | vs best peer | vs local |"
+                     + (" vs direct GETs |" if direct else ""), "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if direct else "")]
             for r in group:
                 if "error" in r:
-                    lines.append(f"| {r['target']} | {r['flags']} | failed: {r['error'][:80]} | | | | | | | |")
+                    lines.append(f"| {r['target']} | {r['flags']} | failed: {r['error'][:80]} | | | | | | | |" + (" |" if direct else ""))
                     continue
                 v = value(r, key, epoch)
                 c = cpu_per_gib(r, epoch)
                 a = agent_cpu_per_gib(r, epoch)
                 rss = r.get("gateway_peak_rss_bytes", 0) / (1 << 20)
                 rp, rl = ratio(v, best_peer, higher), ratio(v, local, higher)
-                fmt = (lambda x: f"{x:.2f}") if unit == "s" else (lambda x: f"{x:,.0f}")
+                fmt = (lambda x: f"{x:.3f}" if x < 0.1 else f"{x:.2f}") if unit == "s" else (lambda x: f"{x:,.0f}")
                 server, stolen = interval_seconds(r, "server_cpu_s", epoch), interval_seconds(r, "steal_s", epoch)
-                lines.append(f"| **{r['target']}** | {r['flags']} | {fmt(v) if v is not None else ''} | "
+                flags = r["flags"] + (f"; next file {1000 * r['seconds_next']:.1f} ms" if "seconds_next" in r else "")
+                rd = ratio(v, direct, higher) if direct else None
+                lines.append(f"| **{r['target']}** | {flags} | {fmt(v) if v is not None else ''} | "
                              f"{'' if c is None else f'{c:.2f}'} | {'' if a is None else f'{a:.2f}'} | "
                              f"{'' if server is None else f'{server:.1f}'} | {'' if stolen is None else f'{stolen:.1f}'} | {'' if not rss else f'{rss:.0f}'} | "
-                             f"{'' if rp is None else f'{rp:.2f}x'} | {'' if rl is None else f'{rl:.2f}x'} |")
+                             f"{'' if rp is None else f'{rp:.2f}x'} | {'' if rl is None else f'{rl:.2f}x'} |"
+                             + ((f" {rd:.2f}x |" if rd is not None else " |") if direct else ""))
             out.append("\n".join(lines) + "\n")
     return out
 
@@ -164,12 +177,16 @@ core); every flag set and the warm epochs are in the sections below.
                    "staging region without and with `--cache-dir`, s3fs with `use_cache`, rclone with `--vfs-cache-mode full`, "
                    "each disk cache emptied before each workload (`run.sh --workloads dataloader-cache,dataloader-hinted-cache,"
                    "small-4-cache`, run on this build after the others and added to their results).\n\n")
+    if any(r.get("target") == "direct" for r in rows):
+        glance += ("`direct` is no file system: curl fetching the same object with 8 ranged GETs of 8 MiB in flight (the "
+                   "sequential rows) or one 4 KiB ranged GET (time to first byte), the store's own speed from this machine; "
+                   "\"vs direct GETs\" compares each target with it.\n\n")
     return head + glance + "\n".join(tables(meta, rows))
 
 
 # the chart's and the summary's targets, in this order: each at its default flags (the tables have every flag set)
-SUMMARY_TARGETS = ("local", "os2g", "os2g-split", "s3fs", "rclone")
-COLOURS = {"local": "#7f7f7f", "os2g": "#1f77b4", "os2g-split": "#17becf", "s3fs": "#ff7f0e", "rclone": "#2ca02c"}
+SUMMARY_TARGETS = ("local", "direct", "os2g", "os2g-split", "s3fs", "rclone")
+COLOURS = {"local": "#7f7f7f", "direct": "#bcbd22", "os2g": "#1f77b4", "os2g-split": "#17becf", "s3fs": "#ff7f0e", "rclone": "#2ca02c"}
 
 
 def summary(rows):
@@ -189,7 +206,7 @@ def summary(rows):
             if t == "local":
                 v = local_reference(source, key)
             else:
-                picked = [r for r in source if r["target"] == t and (r["flags"] == "default" or t == "os2g-split")]
+                picked = [r for r in source if r["target"] == t and (r["flags"] == "default" or t in ("os2g-split", "direct"))]
                 v = value(picked[0], key) if picked else None
             if v is not None:
                 got[t] = v
@@ -201,7 +218,7 @@ def summary_table(rows):
     lines = ["| workload | unit | " + " | ".join(SUMMARY_TARGETS) + " |", "|---|---|" + "---|" * len(SUMMARY_TARGETS)]
     for label, got in summary(rows).items():
         unit = WORKLOADS[label][2]
-        fmt = (lambda x: f"{x:.2f}") if unit == "s" else (lambda x: f"{x:,.0f}")
+        fmt = (lambda x: f"{x:.3f}" if x < 0.1 else f"{x:.2f}") if unit == "s" else (lambda x: f"{x:,.0f}")
         lines.append(f"| [{label}](#{label}) | {unit}{'' if WORKLOADS[label][3] else ', lower is better'} | "
                      + " | ".join(fmt(got[t]) if t in got else "" for t in SUMMARY_TARGETS) + " |")
     return "\n".join(lines) + "\n"

@@ -81,10 +81,63 @@ def seed_zst(s3, bucket):
     print(f"seeded {ZST_KEY}: {16 * len(block) >> 20} MiB in {len(zst) >> 20} MiB", file=sys.stderr)
 
 
+MODEL_GIB = 2  # torch.save checkpoint; the safetensors file and the .npy are 1 GiB, the huge file 4 GiB
+
+
+def seed_large_paths(s3, bucket):
+    """The large files of the large-file workloads, each written to a local file first and uploaded in
+    parts: a torch.save checkpoint (MODEL_GIB GiB of float32 tensors of several shapes), the same kind of
+    weights as a safetensors file (its layout: 8-byte header length, JSON header, tensor bytes), a
+    float32 .npy, and one 4 GiB file of bytes."""
+    import tempfile
+    import numpy as np
+    import torch
+    from boto3.s3.transfer import TransferConfig
+    transfer = TransferConfig(multipart_chunksize=64 << 20, max_concurrency=8)
+    g = torch.Generator().manual_seed(34)
+
+    def upload(key, write):
+        with tempfile.NamedTemporaryFile(dir=os.environ.get("TMPDIR", "/var/tmp")) as f:
+            write(f)
+            f.flush()
+            s3.upload_file(f.name, bucket, key, Config=transfer)
+        print(f"seeded {key}", file=sys.stderr)
+
+    def tensors(gib):
+        out, total, i = {}, 0, 0
+        while total < gib << 30:
+            rows = min(4096 + 512 * (i % 5), ((gib << 30) - total) // (4 * 8192) or 1)
+            out[f"layers.{i}.weight"] = torch.randn(rows, 8192, generator=g)
+            total += rows * 8192 * 4
+            i += 1
+        return out
+
+    upload("models/ckpt-2g.pt", lambda f: torch.save(tensors(MODEL_GIB), f))
+
+    def safetensors(f):
+        header, at, weights = {}, 0, tensors(1)
+        for name, t in weights.items():
+            n = t.numel() * 4
+            header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [at, at + n]}
+            at += n
+        text = json.dumps(header).encode()
+        f.write(len(text).to_bytes(8, "little") + text)
+        for t in weights.values():
+            f.write(t.numpy().tobytes())
+    upload("models/weights.safetensors", safetensors)
+    upload("arrays/x-1g.npy", lambda f: np.save(f, np.random.default_rng(3).standard_normal(1 << 28, dtype=np.float32).reshape(-1, 1024)))
+
+    def huge(f):
+        block = np.random.default_rng(4).integers(0, 256, 64 << 20, dtype=np.uint8).tobytes()
+        for _ in range(64):
+            f.write(block)
+    upload("huge/file-4g.bin", huge)
+
+
 # parts added after the base dataset, each seeded when the manifest lacks it (or what it is built from
 # was seeded again): name -> (manifest value, seeder, the part it is built from)
 EXTRAS = {"tar_files": (TAR_FILES, seed_tar_files, None), "shards": (f"{SHARDS} of tarsrc", seed_shards, "tar_files"),
-          "zst": (ZST_KEY, seed_zst, None)}
+          "zst": (ZST_KEY, seed_zst, None), "large_paths": (f"ckpt {MODEL_GIB} GiB, safetensors, npy, 4 GiB", seed_large_paths, None)}
 
 
 def main():

@@ -138,11 +138,93 @@ def dataloader(a):
     return {"epochs": epochs}
 
 
+def large_file(a):
+    """One way loaders read a large file; returns (bytes read, what was done)."""
+    root = a.mount
+    if a.workload == "torch-load":
+        import torch
+        path = os.path.join(root, "models", "ckpt-2g.pt")
+        state = torch.load(path, map_location="cpu")
+        assert sum(t.numel() * t.element_size() for t in state.values()) > 0
+        return os.path.getsize(path), "torch.load of a torch.save checkpoint"
+    if a.workload == "safetensors":
+        import mmap
+        import torch
+        path = os.path.join(root, "models", "weights.safetensors")
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+            n = int.from_bytes(mm[:8], "little")
+            header = json.loads(mm[8:8 + n])
+            # as safetensors' load_file: the file mapped, each tensor copied out of the mapping
+            tensors = {name: torch.frombuffer(mm, dtype=torch.float32, count=(h["data_offsets"][1] - h["data_offsets"][0]) // 4,
+                                              offset=8 + n + h["data_offsets"][0]).clone()
+                       for name, h in header.items() if name != "__metadata__"}
+            del tensors
+        return os.path.getsize(path), "the file mapped, its header parsed, each tensor copied out (as safetensors.torch.load_file)"
+    if a.workload == "npy-mmap":
+        import numpy as np
+        path = os.path.join(root, "arrays", "x-1g.npy")
+        x = np.load(path, mmap_mode="r")
+        rows = (64 << 20) // (x.shape[1] * x.itemsize)
+        for start in range(0, x.shape[0], rows):
+            np.add.reduce(x[start:start + rows], axis=None)
+        return os.path.getsize(path), "np.load(mmap_mode='r') summed 64 MiB at a time, in order"
+    if a.workload == "tar-stream":
+        import tarfile
+        import torch
+
+        class ShardStream(torch.utils.data.IterableDataset):
+            """WebDataset-style: each worker streams its share of the shards (`r|`: no seeking), yielding member sizes."""
+
+            def __iter__(self):
+                info = torch.utils.data.get_worker_info()
+                for shard in shards[info.id::info.num_workers]:
+                    with tarfile.open(shard, mode="r|") as tar:
+                        for member in tar:
+                            yield len(tar.extractfile(member).read())
+
+        shards = sorted(glob.glob(os.path.join(root, "shards", "*.tar")))
+        loader = torch.utils.data.DataLoader(ShardStream(), batch_size=None, num_workers=a.readers)
+        sum(loader)
+        return sum(os.path.getsize(s) for s in shards), f"{len(shards)} tar shards streamed (tarfile r|) by {a.readers} DataLoader workers"
+    if a.workload in ("cp", "dd"):
+        path = os.path.join(root, "models", "ckpt-2g.pt")
+        command = ["cp", path, "/dev/null"] if a.workload == "cp" else ["dd", f"if={path}", "of=/dev/null", "bs=4M", "status=none"]
+        subprocess.run(command, check=True)
+        return os.path.getsize(path), " ".join(command[:1] + (["FILE /dev/null"] if a.workload == "cp" else ["bs=4M"]))
+    raise ValueError(a.workload)
+
+
+def curl_config(endpoint, key, ranges):
+    """A curl config that GETs `ranges` of `key`, each to /dev/null, signed with SigV4 by curl itself."""
+    entries = [f'url = "{endpoint}/bench/{key}"\nrange = {first}-{last}\noutput = "/dev/null"\n'
+               f'header = "x-amz-content-sha256: UNSIGNED-PAYLOAD"\naws-sigv4 = "aws:amz:us-east-1:s3"\n'
+               f'user = "os2g-demo:os2g-demo-secret"\n' for first, last in ranges]
+    return "next\n".join(entries)
+
+
+def direct(a, key, size):
+    """The store's own speed from this machine, no file system: curl GETs `key` in 8 MiB ranges,
+    `--direct-streams` at a time (the parallel ranged GETs of a download tool); returns seconds."""
+    ranges = [(start, min(start + (8 << 20), size) - 1) for start in range(0, size, 8 << 20)]
+    t0 = time.perf_counter()
+    subprocess.run(["curl", "-s", "-f", "--parallel", "--parallel-max", str(a.direct_streams), "-K", "-"],
+                   input=curl_config(a.direct, key, ranges), text=True, check=True)
+    return time.perf_counter() - t0
+
+
+def direct_first_byte(a, key):
+    """Seconds to the first byte of a 4 KiB ranged GET, as curl measures it (a fresh connection)."""
+    out = subprocess.run(["curl", "-s", "-f", "-o", "/dev/null", "-w", "%{time_starttransfer}", "-K", "-"],
+                         input=curl_config(a.direct, key, [(0, 4095)]), text=True, capture_output=True, check=True)
+    return float(out.stdout)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mount")
     ap.add_argument("pid", type=int)
-    ap.add_argument("workload", choices=["small", "sequential", "walk", "ttfb", "dataloader", "zstd"])
+    ap.add_argument("workload", choices=["small", "sequential", "walk", "ttfb", "dataloader", "zstd", "torch-load", "safetensors",
+                                         "npy-mmap", "tar-stream", "cp", "dd"])
     ap.add_argument("--readers", type=int, default=4)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--limit", type=int, default=0, help="read only this many files (small, dataloader)")
@@ -158,6 +240,10 @@ def main():
                     help="drop the page cache before each epoch after the first (what a disk cache serves, not the page cache)")
     ap.add_argument("--hint", action="store_true",
                     help="tell the mount the read order first (MOUNT/.os2g/prefetch; nothing on other file systems)")
+    ap.add_argument("--file", help="sequential: read this file (relative to MOUNT) instead of the first of MOUNT/large")
+    ap.add_argument("--direct", metavar="ENDPOINT",
+                    help="sequential, ttfb: no mount; GET the objects from ENDPOINT with curl (the store's own speed)")
+    ap.add_argument("--direct-streams", type=int, default=8, help="--direct: ranged GETs in flight at once")
     a = ap.parse_args()
 
     result = {"workload": a.workload, "readers": a.readers}
@@ -188,8 +274,15 @@ def main():
                            **meter.done()})
             random.Random(epoch + 2).shuffle(paths)
         result["epochs"] = epochs
+    elif a.workload == "sequential" and a.direct:
+        paths = [a.file] if a.file else [os.path.relpath(p, a.mount) for p in files_under(os.path.join(a.mount, "large"))[: a.readers]]
+        meter = Meter(a)
+        total = sum(os.path.getsize(os.path.join(a.mount, p)) for p in paths)
+        seconds = sum(direct(a, p, os.path.getsize(os.path.join(a.mount, p))) for p in paths)
+        result.update(files=len(paths), bytes=total, seconds=seconds, mb_per_s=total / 1e6 / seconds,
+                      how=f"curl, {a.direct_streams} ranged GETs of 8 MiB in flight", **meter.done())
     elif a.workload == "sequential":
-        large = files_under(os.path.join(a.mount, "large"))
+        large = [os.path.join(a.mount, a.file)] if a.file else files_under(os.path.join(a.mount, "large"))
         paths = large[: a.readers]
         if a.warm_first:
             read_whole([large[-1]])  # a file none of the readers reads: the gateway's read path runs once
@@ -225,11 +318,25 @@ def main():
         seconds = time.perf_counter() - t0
         result.update(files=1, bytes=total, seconds=seconds, mb_per_s=total / 1e6 / seconds, how=how, **meter.done())
     elif a.workload == "ttfb":
-        path = files_under(os.path.join(a.mount, "large"))[-1]
+        # the first file a fresh mount reads, then another (the mount past its first read)
+        first, then = files_under(os.path.join(a.mount, "large"))[-1:-3:-1]
+        if a.direct:
+            result.update(seconds=direct_first_byte(a, os.path.relpath(first, a.mount)),
+                          seconds_next=direct_first_byte(a, os.path.relpath(then, a.mount)), how="curl, 4 KiB ranged GET")
+        else:
+            timed = []
+            for path in (first, then):
+                t0 = time.perf_counter()
+                with open(path, "rb", buffering=0) as f:
+                    f.read(4096)
+                timed.append(time.perf_counter() - t0)
+            result.update(seconds=timed[0], seconds_next=timed[1])
+    elif a.workload in ("torch-load", "safetensors", "npy-mmap", "tar-stream", "cp", "dd"):
+        meter = Meter(a)
         t0 = time.perf_counter()
-        with open(path, "rb", buffering=0) as f:
-            f.read(4096)
-        result.update(seconds=time.perf_counter() - t0)
+        total, how = large_file(a)
+        seconds = time.perf_counter() - t0
+        result.update(bytes=total, seconds=seconds, mb_per_s=total / 1e6 / seconds, how=how, **meter.done())
     result["gateway_peak_rss_bytes"] = peak_rss_bytes(a.pid)
     print(json.dumps(result))
 
