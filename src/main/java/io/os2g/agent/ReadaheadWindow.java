@@ -41,11 +41,6 @@ final class ReadaheadWindow {
         this.window = initial;
     }
 
-    /** {@link #onRead(long, long, long, long)} with nothing known of the time: the window doubles up to the cap. */
-    long onRead(long offset, long length) {
-        return onRead(offset, length, 0, 0);
-    }
-
     /**
      * Records a read of {@code [offset, offset + length)} at {@code nowNanos}, while one chunk takes
      * {@code chunkFetchNanos} to fetch (0: not known), and returns the end (exclusive) of the range

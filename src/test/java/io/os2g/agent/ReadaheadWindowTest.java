@@ -14,11 +14,11 @@ class ReadaheadWindowTest {
     @Test
     void startsAtOneMibAndDoublesWhileSequentialUpToTheCap() {
         ReadaheadWindow w = new ReadaheadWindow(MIB, 16 * MIB, CHUNK);
-        assertEquals(0 + 128 * 1024 + MIB, w.onRead(0, 128 * 1024));
+        assertEquals(0 + 128 * 1024 + MIB, w.onRead(0, 128 * 1024, 0, 0));
         long[] expected = {2, 4, 8, 16, 16};
         for (int i = 0; i < expected.length; i++) {
             long offset = (i + 1) * CHUNK;
-            long end = w.onRead(offset, 128 * 1024);
+            long end = w.onRead(offset, 128 * 1024, 0, 0);
             assertEquals(expected[i] * MIB, w.window());
             assertEquals(offset + 128 * 1024 + expected[i] * MIB, end);
         }
@@ -27,30 +27,30 @@ class ReadaheadWindowTest {
     @Test
     void slightlyOutOfOrderReadsFromKernelReadaheadKeepTheWindow() {
         ReadaheadWindow w = new ReadaheadWindow(MIB, 64 * MIB, CHUNK);
-        w.onRead(0, 4096);
-        w.onRead(CHUNK, 4096);
-        w.onRead(2 * CHUNK, 4096);
+        w.onRead(0, 4096, 0, 0);
+        w.onRead(CHUNK, 4096, 0, 0);
+        w.onRead(2 * CHUNK, 4096, 0, 0);
         assertEquals(4 * MIB, w.window());
-        w.onRead(2 * CHUNK - 128 * 1024, 128 * 1024); // a late read just behind the frontier
+        w.onRead(2 * CHUNK - 128 * 1024, 128 * 1024, 0, 0); // a late read just behind the frontier
         assertEquals(4 * MIB, w.window(), "neither reset nor grown");
-        assertEquals(2 * CHUNK + 4096 + 4 * MIB, w.onRead(CHUNK, 4096), "the range reaches past the frontier");
+        assertEquals(2 * CHUNK + 4096 + 4 * MIB, w.onRead(CHUNK, 4096, 0, 0), "the range reaches past the frontier");
     }
 
     @Test
     void aJumpQuartersTheWindowSoRandomReadsAreSoonBackAtTheStart() {
         ReadaheadWindow w = new ReadaheadWindow(MIB, 256 * MIB, CHUNK);
         for (int c = 0; c < 10; c++) {
-            w.onRead(c * CHUNK, 4096);
+            w.onRead(c * CHUNK, 4096, 0, 0);
         }
         assertEquals(256 * MIB, w.window());
-        w.onRead(500 * CHUNK, 4096); // the next tensor of a checkpoint, elsewhere in the file
+        w.onRead(500 * CHUNK, 4096, 0, 0); // the next tensor of a checkpoint, elsewhere in the file
         assertEquals(64 * MIB, w.window(), "a reader of long runs keeps a good part of its window");
-        w.onRead(501 * CHUNK, 4096);
+        w.onRead(501 * CHUNK, 4096, 0, 0);
         assertEquals(128 * MIB, w.window());
         long[] random = {90, 7, 300, 41};
         long[] expected = {32, 8, 2, 1};
         for (int i = 0; i < random.length; i++) {
-            w.onRead(random[i] * 10 * CHUNK, 4096);
+            w.onRead(random[i] * 10 * CHUNK, 4096, 0, 0);
             assertEquals(expected[i] * MIB, w.window(), "random read " + i);
         }
     }
@@ -58,15 +58,15 @@ class ReadaheadWindowTest {
     @Test
     void aSeekBackOrAFarJumpFromASmallWindowStartsOver() {
         ReadaheadWindow w = new ReadaheadWindow(MIB, 64 * MIB, CHUNK);
-        w.onRead(0, 4096);
-        w.onRead(CHUNK, 4096);
-        w.onRead(2 * CHUNK, 4096);
+        w.onRead(0, 4096, 0, 0);
+        w.onRead(CHUNK, 4096, 0, 0);
+        w.onRead(2 * CHUNK, 4096, 0, 0);
         assertEquals(4 * MIB, w.window());
-        w.onRead(200 * CHUNK, 4096);
+        w.onRead(200 * CHUNK, 4096, 0, 0);
         assertEquals(MIB, w.window());
-        w.onRead(201 * CHUNK, 4096);
+        w.onRead(201 * CHUNK, 4096, 0, 0);
         assertEquals(2 * MIB, w.window());
-        w.onRead(0, 4096);
+        w.onRead(0, 4096, 0, 0);
         assertEquals(MIB, w.window());
     }
 
@@ -98,7 +98,7 @@ class ReadaheadWindowTest {
     void aSlowReaderShrinksItsWindowToWhatItNeeds() {
         ReadaheadWindow w = new ReadaheadWindow(MIB, 256 * MIB, CHUNK);
         for (int c = 0; c < 8; c++) {
-            w.onRead(c * CHUNK, 4096); // no times known yet: doubles
+            w.onRead(c * CHUNK, 4096, 0, 0); // no times known yet: doubles
         }
         assertEquals(128 * MIB, w.window());
         readAt(w, 8, 10, 40, 30); // then 40 MB/s (a reader that decodes) from a 30 ms store: 2.4 MB aimed at
