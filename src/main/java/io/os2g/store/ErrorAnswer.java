@@ -50,7 +50,7 @@ record ErrorAnswer(int status, String code, String region) {
      */
     StoreException failure(String what) {
         StoreException.Kind kind = switch (code) {
-            case "NoSuchKey" -> StoreException.Kind.NOT_FOUND;
+            case "NoSuchKey", "NoSuchUpload" -> StoreException.Kind.NOT_FOUND;
             case "NoSuchBucket" -> StoreException.Kind.NO_SUCH_BUCKET;
             case "AccessDenied", "AllAccessDisabled" -> StoreException.Kind.ACCESS_DENIED;
             case "AuthorizationHeaderMalformed" -> region != null ? StoreException.Kind.WRONG_REGION : StoreException.Kind.BAD_CREDENTIALS;

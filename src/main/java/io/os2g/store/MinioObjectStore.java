@@ -1,6 +1,10 @@
 package io.os2g.store;
 
+import io.minio.MinioAsyncClient;
 import io.minio.MinioClient;
+import io.minio.RemoveObjectArgs;
+import io.minio.messages.Part;
+import io.minio.messages.Upload;
 import io.minio.PutObjectArgs;
 import io.minio.StatObjectArgs;
 import io.minio.errors.ErrorResponseException;
@@ -17,9 +21,13 @@ import java.net.URI;
 import java.net.UnknownHostException;
 import java.security.GeneralSecurityException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.DoubleConsumer;
@@ -37,7 +45,7 @@ import org.slf4j.LoggerFactory;
  * {@link ObjectStore} over {@link ListObjectsV2} (listings), {@link RangedGet} (reads) and the MinIO Java client
  * (the rest: HEAD, PUT, the bucket's URL), with deadlines and bounded retries.
  */
-public final class MinioObjectStore implements ObjectStore {
+public final class MinioObjectStore implements ObjectStore, ObjectUploads {
 
     private static final Logger LOG = LoggerFactory.getLogger(MinioObjectStore.class);
 
@@ -46,6 +54,8 @@ public final class MinioObjectStore implements ObjectStore {
 
     /** Connect quickly or not at all: a training job would rather see EIO than wait. */
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
+    /** The largest object one CopyObject copies; a larger one is copied in parts. */
+    private static final long MAX_SINGLE_COPY = 5L << 30;
 
     private final StoreConfig config;
     private final RefreshingCredentials credentials;
@@ -56,7 +66,8 @@ public final class MinioObjectStore implements ObjectStore {
     private volatile SocketGet socketGet;
 
     /** The bucket's address, signer and clients for one region. */
-    private record Target(String region, MinioClient client, BucketEndpoint endpoint, RangedGet rangedGet, ListObjectsV2 listing) {
+    private record Target(String region, MinioClient client, MinioAsyncClient uploads, BucketEndpoint endpoint,
+                          RangedGet rangedGet, ListObjectsV2 listing) {
     }
     private final LongAdder gets = new LongAdder();
     private final LongAdder retries = new LongAdder();
@@ -91,21 +102,30 @@ public final class MinioObjectStore implements ObjectStore {
                 .endpoint(config.endpoint().toString())
                 .region(region)
                 .httpClient(http, true);
+        MinioAsyncClient.Builder uploadsBuilder = MinioAsyncClient.builder()
+                .endpoint(config.endpoint().toString())
+                .region(region)
+                .httpClient(http, true);
         if (!credentials.current().isAnonymous()) {
-            // the MinIO client's requests (HEAD, PUT) are signed with the renewed credentials too
-            builder.credentialsProvider(() -> {
+            // the MinIO client's requests (HEAD, PUT, uploads) are signed with the renewed credentials too
+            io.minio.credentials.Provider renewed = () -> {
                 Credentials c = credentials.current();
                 return new io.minio.credentials.Credentials(c.accessKeyId(), c.secretAccessKey(), c.sessionToken(), null);
-            });
+            };
+            builder.credentialsProvider(renewed);
+            uploadsBuilder.credentialsProvider(renewed);
         }
         MinioClient client = builder.build();
+        MinioAsyncClient uploads = uploadsBuilder.build();
         if (config.virtualHostStyle()) {
             client.enableVirtualStyleEndpoint();
+            uploads.enableVirtualStyleEndpoint();
         } else {
             client.disableVirtualStyleEndpoint();
+            uploads.disableVirtualStyleEndpoint();
         }
         BucketEndpoint endpoint = new BucketEndpoint(client, config, region, credentials);
-        return new Target(region, client, endpoint, new RangedGet(http, endpoint), new ListObjectsV2(http, endpoint));
+        return new Target(region, client, uploads, endpoint, new RangedGet(http, endpoint), new ListObjectsV2(http, endpoint));
     }
 
     /**
@@ -317,20 +337,170 @@ public final class MinioObjectStore implements ObjectStore {
         });
     }
 
-    /**
-     * Uploads {@code body} as {@code key} (one PUT, retried like a read). Only {@code os2g index} writes to a
-     * bucket: a mount never does.
-     */
+    /** Uploads {@code body} as {@code key} with its content type (one PUT, retried like a read): an index of {@code os2g index}. */
     public void put(String key, byte[] body, String contentType) {
-        withRetries("put", key, () -> {
+        put(key, body, body.length, contentType);
+    }
+
+    private ObjectSummary put(String key, byte[] bytes, int length, String contentType) {
+        return withRetries("put", key, () -> {
             try {
-                target.client().putObject(PutObjectArgs.builder().bucket(config.bucket()).object(key)
-                        .stream(new java.io.ByteArrayInputStream(body), body.length, -1).contentType(contentType).build());
+                PutObjectArgs.Builder put = PutObjectArgs.builder().bucket(config.bucket()).object(key)
+                        .stream(new java.io.ByteArrayInputStream(bytes, 0, length), length, -1);
+                if (contentType != null) {
+                    put.contentType(contentType);
+                }
+                String etag = target.client().putObject(put.build()).etag();
+                return new ObjectSummary(key, length, unquote(etag), System.currentTimeMillis());
             } catch (Exception e) {
                 throw classify(e, key);
             }
+        });
+    }
+
+    @Override
+    public String startUpload(String key) {
+        return withRetries("create-upload", key, () -> {
+            try {
+                Target t = target;
+                return await(t.uploads().createMultipartUploadAsync(config.bucket(), t.region(), key, null, null))
+                        .result().uploadId();
+            } catch (Exception e) {
+                throw classify(e, key);
+            }
+        });
+    }
+
+    @Override
+    public String uploadPart(String key, String uploadId, int partNumber, byte[] bytes, int length) {
+        return withRetries("upload-part", key, () -> {
+            try {
+                Target t = target;
+                return await(t.uploads().uploadPartAsync(config.bucket(), t.region(), key, bytes, length, uploadId,
+                        partNumber, null, null)).etag();
+            } catch (Exception e) {
+                throw classify(e, key + " part " + partNumber);
+            }
+        });
+    }
+
+    @Override
+    public ObjectSummary completeUpload(String key, String uploadId, List<String> partEtags, long size) {
+        Part[] parts = new Part[partEtags.size()];
+        for (int i = 0; i < parts.length; i++) {
+            parts[i] = new Part(i + 1, partEtags.get(i));
+        }
+        return withRetries("complete-upload", key, () -> {
+            try {
+                Target t = target;
+                String etag = await(t.uploads().completeMultipartUploadAsync(config.bucket(), t.region(), key, uploadId,
+                        parts, null, null)).etag();
+                return new ObjectSummary(key, size, unquote(etag), System.currentTimeMillis());
+            } catch (Exception e) {
+                throw classify(e, key);
+            }
+        });
+    }
+
+    @Override
+    public void abortUpload(String key, String uploadId) {
+        withRetries("abort-upload", key, () -> {
+            try {
+                Target t = target;
+                await(t.uploads().abortMultipartUploadAsync(config.bucket(), t.region(), key, uploadId, null, null));
+            } catch (Exception e) {
+                StoreException failure = classify(e, key);
+                if (failure.kind() != StoreException.Kind.NOT_FOUND) {
+                    throw failure; // NoSuchUpload: already aborted or completed
+                }
+            }
             return null;
         });
+    }
+
+    @Override
+    public ObjectSummary putObject(String key, byte[] bytes, int length) {
+        return put(key, bytes, length, null);
+    }
+
+    @Override
+    public ObjectSummary copyObject(String from, String to, long size) {
+        return withRetries("copy", from + " -> " + to, () -> {
+            try {
+                String etag;
+                if (size <= MAX_SINGLE_COPY) {
+                    etag = target.client().copyObject(io.minio.CopyObjectArgs.builder().bucket(config.bucket()).object(to)
+                            .source(io.minio.CopySource.builder().bucket(config.bucket()).object(from).build()).build()).etag();
+                } else {
+                    etag = target.client().composeObject(io.minio.ComposeObjectArgs.builder().bucket(config.bucket()).object(to)
+                            .sources(List.of(io.minio.ComposeSource.builder().bucket(config.bucket()).object(from).build()))
+                            .build()).etag();
+                }
+                return new ObjectSummary(to, size, unquote(etag), System.currentTimeMillis());
+            } catch (Exception e) {
+                throw classify(e, from + " -> " + to);
+            }
+        });
+    }
+
+    @Override
+    public void deleteObject(String key) {
+        withRetries("delete", key, () -> {
+            try {
+                target.client().removeObject(RemoveObjectArgs.builder().bucket(config.bucket()).object(key).build());
+            } catch (Exception e) {
+                StoreException failure = classify(e, key);
+                if (failure.kind() != StoreException.Kind.NOT_FOUND) {
+                    throw failure;
+                }
+            }
+            return null;
+        });
+    }
+
+    @Override
+    public List<PendingUpload> pendingUploads(String prefix) {
+        return withRetries("list-uploads", prefix, () -> {
+            try {
+                Target t = target;
+                List<PendingUpload> found = new ArrayList<>();
+                String keyMarker = null;
+                String uploadIdMarker = null;
+                while (true) {
+                    var result = await(t.uploads().listMultipartUploadsAsync(config.bucket(), t.region(), null, null,
+                            keyMarker, 1000, prefix, uploadIdMarker, null, null)).result();
+                    for (Upload u : result.uploads()) {
+                        found.add(new PendingUpload(u.objectName(), u.uploadId(),
+                                u.initiated() == null ? 0 : u.initiated().toInstant().toEpochMilli()));
+                    }
+                    if (!result.isTruncated() || result.nextKeyMarker() == null) {
+                        return found;
+                    }
+                    keyMarker = result.nextKeyMarker();
+                    uploadIdMarker = result.nextUploadIdMarker();
+                }
+            } catch (Exception e) {
+                throw classify(e, prefix);
+            }
+        });
+    }
+
+    /** The outcome of one of the MinIO client's asynchronous calls, its failure unwrapped. */
+    private static <T> T await(CompletableFuture<T> call) throws Exception {
+        try {
+            return call.get();
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof Exception cause ? cause : e;
+        } catch (InterruptedException e) {
+            call.cancel(true);
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted");
+        }
+    }
+
+    private static String unquote(String etag) {
+        return etag != null && etag.length() >= 2 && etag.startsWith("\"") && etag.endsWith("\"")
+                ? etag.substring(1, etag.length() - 1) : etag == null ? "" : etag;
     }
 
     /**

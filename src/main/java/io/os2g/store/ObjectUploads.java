@@ -1,0 +1,48 @@
+package io.os2g.store;
+
+import java.util.List;
+
+/**
+ * The object-store calls of writes through a mount: multipart uploads, a single PUT for a small file,
+ * deletes. Each is bounded in time and retried like a read; a part is uploaded from the caller's
+ * array, which the call does not keep.
+ */
+public interface ObjectUploads {
+
+    /** A multipart upload the store holds, not completed or aborted. */
+    record PendingUpload(String key, String uploadId, long initiatedMillis) {
+    }
+
+    /** Starts a multipart upload of {@code key}; returns its upload id. Nothing is visible until it completes. */
+    String startUpload(String key);
+
+    /** Uploads part {@code partNumber} (1-based) from the first {@code length} bytes of {@code bytes}; returns the part's ETag. */
+    String uploadPart(String key, String uploadId, int partNumber, byte[] bytes, int length);
+
+    /**
+     * Completes the upload from the parts' ETags in order: the object {@code key} appears whole.
+     *
+     * @param size the object's size, for the summary (the answer does not say)
+     */
+    ObjectSummary completeUpload(String key, String uploadId, List<String> partEtags, long size);
+
+    /** Aborts the upload: the store drops its parts. An upload the store no longer knows is not an error. */
+    void abortUpload(String key, String uploadId);
+
+    /** Uploads {@code key} in one PUT from the first {@code length} bytes of {@code bytes}. */
+    ObjectSummary putObject(String key, byte[] bytes, int length);
+
+    /**
+     * Copies {@code from} to {@code to} in the store (CopyObject; a multipart copy above 5 GiB): the bytes
+     * do not travel through this host.
+     *
+     * @param size {@code from}'s size
+     */
+    ObjectSummary copyObject(String from, String to, long size);
+
+    /** Deletes {@code key}; a key that does not exist is not an error. */
+    void deleteObject(String key);
+
+    /** The multipart uploads under {@code prefix} the store holds now. */
+    List<PendingUpload> pendingUploads(String prefix);
+}
