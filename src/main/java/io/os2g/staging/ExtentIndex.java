@@ -50,6 +50,8 @@ public final class ExtentIndex {
     private final LongAdder evictions = new LongAdder();
     /** Pages reserved by fetches not yet published or cancelled; guarded by {@link #lock}. */
     private int inFlightPages;
+    /** Pages holding parts of files written through the mount, not yet uploaded; guarded by {@link #lock}. */
+    private int uploadPages;
 
     /**
      * @param maxChunkBytes the largest chunk that will be staged (the chunk size): a slot of the
@@ -85,9 +87,22 @@ public final class ExtentIndex {
      * @throws StagingException when the chunk can never fit, or no space came free before the deadline
      */
     public Reservation reserve(int length) {
+        return reserve(length, false);
+    }
+
+    /**
+     * Sets aside pages for {@code length} bytes of a file written through the mount (one part of its
+     * upload): like {@link #reserve}, but never published, so not bound to the chunk size. Counted as
+     * upload bytes until cancelled.
+     */
+    public Reservation reserveForUpload(int length) {
+        return reserve(length, true);
+    }
+
+    private Reservation reserve(int length, boolean upload) {
         int pageSize = region.pageSize();
         int needed = Math.max(1, (length + pageSize - 1) / pageSize);
-        if (needed > allocator.capacity() || needed > table.maxPages()) {
+        if (needed > allocator.capacity() || (!upload && needed > table.maxPages())) {
             throw new StagingException("chunk larger than the staging region or its chunk size: length=" + length
                     + ", capacity=" + (long) allocator.capacity() * pageSize + ", maxChunk=" + (long) table.maxPages() * pageSize);
         }
@@ -107,14 +122,18 @@ public final class ExtentIndex {
                 spaceFreed.awaitNanos(Math.min(left, SPACE_POLL_NANOS));
             }
             pages = allocator.take(needed);
-            inFlightPages += needed;
+            if (upload) {
+                uploadPages += needed;
+            } else {
+                inFlightPages += needed;
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new StagingException("interrupted while waiting for staging space", e);
         } finally {
             lock.unlock();
         }
-        return new Reservation(this, length, pages);
+        return new Reservation(this, length, pages, upload);
     }
 
     void publish(ChunkKey key, String etag, int length, int[] pages) {
@@ -222,11 +241,15 @@ public final class ExtentIndex {
         return true;
     }
 
-    /** Gives back the pages of a reservation that will not be published. */
-    void cancel(int[] pages) {
+    /** Gives back the pages of a reservation that will not be published (or of an uploaded part). */
+    void cancel(int[] pages, boolean upload) {
         lock.lock();
         try {
-            inFlightPages -= pages.length;
+            if (upload) {
+                uploadPages -= pages.length;
+            } else {
+                inFlightPages -= pages.length;
+            }
             allocator.give(pages);
             spaceFreed.signalAll();
         } finally {
@@ -302,6 +325,16 @@ public final class ExtentIndex {
         lock.lock();
         try {
             return (long) inFlightPages * region.pageSize();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Bytes of files written through the mount that wait in staging for their upload. */
+    public long uploadBytes() {
+        lock.lock();
+        try {
+            return (long) uploadPages * region.pageSize();
         } finally {
             lock.unlock();
         }

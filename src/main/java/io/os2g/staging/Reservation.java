@@ -25,18 +25,28 @@ public final class Reservation {
     /** Bytes from the start readers have been told are filled (a retried body starts again below it). */
     private int visible;
 
-    Reservation(ExtentIndex index, int length, int[] pages) {
+    /** Whether the pages hold a part of an upload (never published) rather than a chunk being fetched. */
+    private final boolean upload;
+
+    Reservation(ExtentIndex index, int length, int[] pages, boolean upload) {
         this.index = index;
         this.length = length;
         this.pages = pages;
+        this.upload = upload;
     }
 
     public int length() {
         return length;
     }
 
-    int[] pages() {
-        return pages;
+    /** The page numbers, in order: where another process writes or reads the reserved bytes ({@link StagingView#writePages}). */
+    public int[] pages() {
+        return pages.clone();
+    }
+
+    /** Copies {@code target.byteSize()} bytes from {@code offset} of the reservation into {@code target}. */
+    public void copyOut(long offset, MemorySegment target) {
+        index.region().copyOut(pages, offset, target);
     }
 
     /**
@@ -93,22 +103,7 @@ public final class Reservation {
 
     /** Writes {@code bytes} at {@code offset} of the reservation: one write per run of adjacent pages. */
     private void write(long offset, MemorySegment bytes) {
-        StagingRegion region = index.region();
-        int pageSize = region.pageSize();
-        long done = 0;
-        while (done < bytes.byteSize()) {
-            long at = offset + done;
-            int first = (int) (at / pageSize);
-            int last = first;
-            long run = pageSize - at % pageSize;
-            while (run < bytes.byteSize() - done && region.adjacent(pages[last], pages[last + 1])) {
-                last++;
-                run += pageSize;
-            }
-            run = Math.min(run, bytes.byteSize() - done);
-            region.copyToPage(pages[first], at % pageSize, bytes.asSlice(done, run));
-            done += run;
-        }
+        index.region().copyIn(pages, offset, bytes);
     }
 
     /**
@@ -119,6 +114,9 @@ public final class Reservation {
      * @throws StagingException when the chunk has no free slot (the pages stay reserved: cancel them)
      */
     public void publishEarly(ChunkKey key, String etag, LongConsumer progress) {
+        if (upload) {
+            throw new IllegalStateException("upload pages are never published");
+        }
         if (done || early != null) {
             throw new IllegalStateException("reservation already published");
         }
@@ -128,6 +126,9 @@ public final class Reservation {
 
     /** Makes the filled pages the staged bytes of {@code key} at version {@code etag}. */
     public void publish(ChunkKey key, String etag) {
+        if (upload) {
+            throw new IllegalStateException("upload pages are never published");
+        }
         markDone();
         if (early != null) {
             index.finishFilling(early, length);
@@ -143,7 +144,7 @@ public final class Reservation {
             if (early != null) {
                 index.abandonFilling(early);
             } else {
-                index.cancel(pages);
+                index.cancel(pages, upload);
             }
         }
     }

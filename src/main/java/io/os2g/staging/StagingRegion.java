@@ -32,8 +32,11 @@ public final class StagingRegion implements AutoCloseable {
     private final int pageShift;
     private final int pagesPerSegment;
 
-    /** @param directory the claimed directory, whose segments this creates; null to open an agent's existing ones */
-    private StagingRegion(StagingConfig config, StagingDirectory directory) throws IOException {
+    /**
+     * @param directory the claimed directory, whose segments this creates; null to open an agent's existing ones
+     * @param writable whether an agent's existing segments are opened for writing too
+     */
+    private StagingRegion(StagingConfig config, StagingDirectory directory, boolean writable) throws IOException {
         this.config = config;
         this.directory = directory;
         this.pageShift = Integer.numberOfTrailingZeros(config.pageSize());
@@ -53,14 +56,14 @@ public final class StagingRegion implements AutoCloseable {
             }
             files.add(file);
         }
-        this.segments = new SegmentFiles(files, directory != null);
+        this.segments = new SegmentFiles(files, directory != null || writable);
     }
 
     /** Claims the directory and creates the segments. */
     public static StagingRegion create(StagingConfig config) {
         StagingDirectory directory = StagingDirectory.claim(config.directory());
         try {
-            return new StagingRegion(config, directory);
+            return new StagingRegion(config, directory, true);
         } catch (IOException | RuntimeException e) {
             try {
                 directory.remove();
@@ -73,9 +76,9 @@ public final class StagingRegion implements AutoCloseable {
     }
 
     /** Opens the segments another process created in {@code config.directory()} (a shim reading an agent's region). */
-    static StagingRegion attach(StagingConfig config) {
+    static StagingRegion attach(StagingConfig config, boolean writable) {
         try {
-            return new StagingRegion(config, null);
+            return new StagingRegion(config, null, writable);
         } catch (IOException e) {
             throw new StagingException("cannot open staging segments in " + config.directory() + ": " + StagingDirectory.describe(e), e);
         }
@@ -116,6 +119,45 @@ public final class StagingRegion implements AutoCloseable {
      */
     long spliceFromPages(int page, long within, int pipe, long length) {
         return segments.splice(page / pagesPerSegment, offsetInSegment(page) + within, pipe, length);
+    }
+
+    /**
+     * Copies {@code bytes} to {@code offset} of the run of {@code pages} (page {@code i} holds bytes
+     * {@code [i * pageSize, (i + 1) * pageSize)}): one pwrite per run of adjacent pages.
+     */
+    void copyIn(int[] pages, long offset, MemorySegment bytes) {
+        forEachRun(pages, offset, bytes.byteSize(), (page, within, done, n) -> copyToPage(page, within, bytes.asSlice(done, n)));
+    }
+
+    /** Copies {@code target.byteSize()} bytes from {@code offset} of the run of {@code pages} into {@code target}. */
+    void copyOut(int[] pages, long offset, MemorySegment target) {
+        forEachRun(pages, offset, target.byteSize(), (page, within, done, n) -> copyFromPages(page, within, target, done, n));
+    }
+
+    private interface Run {
+        void take(int page, long within, long done, long n);
+    }
+
+    private void forEachRun(int[] pages, long offset, long length, Run run) {
+        int pageSize = config.pageSize();
+        if (offset < 0 || offset + length > (long) pages.length * pageSize) {
+            throw new IndexOutOfBoundsException("outside the pages: offset=" + offset + ", length=" + length
+                    + ", pages=" + pages.length);
+        }
+        long done = 0;
+        while (done < length) {
+            long at = offset + done;
+            int first = (int) (at / pageSize);
+            int last = first;
+            long n = pageSize - at % pageSize;
+            while (n < length - done && adjacent(pages[last], pages[last + 1])) {
+                last++;
+                n += pageSize;
+            }
+            n = Math.min(n, length - done);
+            run.take(pages[first], at % pageSize, done, n);
+            done += n;
+        }
     }
 
     /** Whether pages {@code a} and {@code b = a + 1} lie side by side in one segment file. */

@@ -22,9 +22,17 @@ public final class StagingView implements AutoCloseable {
         this.owned = owned;
     }
 
-    /** Maps the segments and extent table an agent created in {@code config.directory()}. */
+    /** Maps the segments and extent table an agent created in {@code config.directory()}, for reading. */
     public static StagingView attach(StagingConfig config) {
-        StagingRegion region = StagingRegion.attach(config);
+        return attach(config, false);
+    }
+
+    /**
+     * As {@link #attach(StagingConfig)}; {@code writable} also opens the segments for writing, for a shim
+     * whose mount writes files through pages the agent reserves ({@link #writePages}).
+     */
+    public static StagingView attach(StagingConfig config, boolean writable) {
+        StagingRegion region = StagingRegion.attach(config, writable);
         try {
             return new StagingView(region, ExtentTable.attach(config.directory(), region.arena()), true);
         } catch (IOException | RuntimeException e) {
@@ -126,6 +134,20 @@ public final class StagingView implements AutoCloseable {
             within = 0;
         }
         return true;
+    }
+
+    /**
+     * Copies {@code bytes} to {@code offset} of reserved pages (a file written through the mount: the
+     * agent reserved them for one part of its upload). Page {@code i} of {@code pages} holds bytes
+     * {@code [i * pageSize, (i + 1) * pageSize)} of the part.
+     */
+    public void writePages(int[] pages, long offset, MemorySegment bytes) {
+        for (int page : pages) {
+            if (page < 0 || page >= region.pageCount()) {
+                throw new IndexOutOfBoundsException("no page " + page + " in a region of " + region.pageCount());
+            }
+        }
+        region.copyIn(pages, offset, bytes);
     }
 
     /** Bytes the region holds: staged, in flight and free together. */
