@@ -1,0 +1,285 @@
+package io.os2g.agent;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.os2g.Errno;
+import io.os2g.staging.ExtentIndex;
+import io.os2g.staging.ReservedPages;
+import io.os2g.staging.StagingConfig;
+import io.os2g.staging.StagingRegion;
+import io.os2g.store.ObjectSummary;
+import io.os2g.store.ObjectUploads;
+import io.os2g.store.StoreException;
+import java.io.ByteArrayOutputStream;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Files written through staging pages and uploaded by the agent, against a scripted store: the bytes
+ * the store gets are the bytes written, a small file is one PUT, a large one a multipart upload in
+ * order; a store that takes no parts holds the writer back, then fails it; a failed part aborts the
+ * upload once nothing of it is in flight, and nothing is published.
+ */
+@Tag("unit")
+class UploadsTest {
+
+    private static final int PAGE = 64 << 10;
+    private static final int PART = Uploads.FIRST_PART_SIZE;
+
+    @TempDir
+    Path tmp;
+    private StagingRegion region;
+    private ExtentIndex index;
+    private Uploads uploads;
+    private final ScriptedStore store = new ScriptedStore();
+
+    /** Keeps parts and objects in memory; parts can be held back or made to fail. */
+    private static final class ScriptedStore implements ObjectUploads {
+        final Map<String, byte[]> objects = new ConcurrentHashMap<>();
+        final Map<String, Map<Integer, byte[]>> parts = new ConcurrentHashMap<>();
+        final List<String> calls = new CopyOnWriteArrayList<>();
+        final Semaphore partsTaken = new Semaphore(Integer.MAX_VALUE);
+        volatile boolean failParts;
+
+        @Override
+        public String startUpload(String key) {
+            calls.add("start " + key);
+            parts.put("u-" + key, new ConcurrentHashMap<>());
+            return "u-" + key;
+        }
+
+        @Override
+        public String uploadPart(String key, String uploadId, int partNumber, byte[] bytes, int length) {
+            partsTaken.acquireUninterruptibly();
+            if (failParts) {
+                throw new StoreException(StoreException.Kind.UNAVAILABLE, "server error HTTP 500", null);
+            }
+            parts.get(uploadId).put(partNumber, Arrays.copyOf(bytes, length));
+            return "etag-" + partNumber;
+        }
+
+        @Override
+        public ObjectSummary completeUpload(String key, String uploadId, List<String> partEtags, long size) {
+            calls.add("complete " + key + " " + partEtags);
+            ByteArrayOutputStream whole = new ByteArrayOutputStream();
+            for (int n = 1; n <= partEtags.size(); n++) {
+                whole.writeBytes(parts.get(uploadId).get(n));
+            }
+            objects.put(key, whole.toByteArray());
+            parts.remove(uploadId);
+            return new ObjectSummary(key, size, "whole", 1);
+        }
+
+        @Override
+        public void abortUpload(String key, String uploadId) {
+            calls.add("abort " + key);
+            parts.remove(uploadId);
+        }
+
+        @Override
+        public ObjectSummary putObject(String key, byte[] bytes, int length) {
+            calls.add("put " + key);
+            objects.put(key, Arrays.copyOf(bytes, length));
+            return new ObjectSummary(key, length, "one", 1);
+        }
+
+        @Override
+        public ObjectSummary copyObject(String from, String to, long size) {
+            objects.put(to, objects.get(from));
+            return new ObjectSummary(to, size, "copy", 1);
+        }
+
+        @Override
+        public void deleteObject(String key) {
+            objects.remove(key);
+        }
+
+        @Override
+        public List<PendingUpload> pendingUploads(String prefix) {
+            return List.of();
+        }
+    }
+
+    private void start(long capacity, Duration waitForRoom) {
+        region = StagingRegion.create(new StagingConfig(tmp.resolve("staging"), capacity, PAGE, 16L * PAGE, Duration.ofSeconds(5)));
+        index = new ExtentIndex(region, PART);
+        uploads = new Uploads(store, index, waitForRoom);
+    }
+
+    @AfterEach
+    void stop() {
+        uploads.close();
+        region.close();
+    }
+
+    /** Writes {@code body} as the shim does: part by part into the pages the agent hands out. */
+    private ObjectSummary write(long handle, byte[] body) {
+        int number = 0;
+        int at = 0;
+        ReservedPages part = null;
+        int filled = 0;
+        while (at < body.length) {
+            if (part == null || filled == part.capacity()) {
+                if (part != null) {
+                    uploads.partWritten(handle, part.number(), filled);
+                }
+                part = uploads.nextPart(handle, ++number);
+                filled = 0;
+            }
+            int n = Math.min(body.length - at, part.capacity() - filled);
+            index.view().writePages(part.pages(), filled, MemorySegment.ofArray(Arrays.copyOfRange(body, at, at + n)));
+            filled += n;
+            at += n;
+        }
+        return uploads.finish(handle, part == null ? 0 : part.number(), filled);
+    }
+
+    private static byte[] bytes(int size, int seed) {
+        byte[] b = new byte[size];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    @Test
+    void aFileOfOnePartIsOnePutAndAnEmptyOneToo() {
+        start(64L << 20, Duration.ofSeconds(5));
+        byte[] body = bytes(PART - 3, 1);
+        assertEquals(body.length, write(uploads.begin("a.bin"), body).size());
+        assertArrayEquals(body, store.objects.get("a.bin"));
+        write(uploads.begin("empty"), new byte[0]);
+        assertArrayEquals(new byte[0], store.objects.get("empty"));
+        assertEquals(List.of("put a.bin", "put empty"), store.calls);
+        assertEquals(0, index.uploadBytes(), "every page given back");
+        assertEquals(2, uploads.filesPublished());
+    }
+
+    @Test
+    void aLargerFileIsAMultipartUploadOfItsPartsInOrder() {
+        start(64L << 20, Duration.ofSeconds(5));
+        byte[] body = bytes(3 * PART + 12345, 2);
+        write(uploads.begin("big.bin"), body);
+        assertArrayEquals(body, store.objects.get("big.bin"));
+        assertEquals(List.of("start big.bin", "complete big.bin [etag-1, etag-2, etag-3, etag-4]"), store.calls);
+        assertEquals(4, uploads.partsUploaded());
+        assertEquals(body.length, uploads.bytesUploaded());
+        assertEquals(0, index.uploadBytes());
+
+        byte[] exact = bytes(2 * PART, 3);
+        write(uploads.begin("exact.bin"), exact);
+        assertArrayEquals(exact, store.objects.get("exact.bin"), "a file of whole parts");
+    }
+
+    @Test
+    void partsGrowSoThatTenThousandReachLargeFilesWithinTheRegion() {
+        start(1L << 30, Duration.ofSeconds(5));
+        assertEquals(PART, uploads.partSize(1));
+        assertEquals(PART, uploads.partSize(1000));
+        assertEquals(2 * PART, uploads.partSize(1001));
+        assertEquals(128 << 20, uploads.partSize(10_000), "capped at a quarter of half the region");
+        assertTrue(uploads.largestFile() > 800L << 30, "hundreds of GiB with a 1 GiB region: " + uploads.largestFile());
+        long handle = uploads.begin("huge");
+        AgentException tooMany = assertThrows(AgentException.class, () -> uploads.nextPart(handle, Uploads.MAX_PARTS + 1));
+        assertEquals(Errno.EFBIG, tooMany.errno());
+    }
+
+    @Test
+    void aStoreThatTakesNoPartsHoldsTheWriterBackThenFailsIt() throws Exception {
+        start(32L << 20, Duration.ofMillis(1500)); // two parts may wait in staging
+        store.partsTaken.drainPermits(); // the store takes no part
+        long handle = uploads.begin("slow.bin");
+        AtomicInteger handedOut = new AtomicInteger();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread writer = Thread.ofPlatform().start(() -> {
+            try {
+                for (int n = 1; n <= 400; n++) {
+                    ReservedPages part = uploads.nextPart(handle, n);
+                    handedOut.set(n);
+                    uploads.partWritten(handle, n, part.capacity());
+                }
+            } catch (Throwable t) {
+                failure.set(t);
+            }
+        });
+        Thread.sleep(500);
+        int reached = handedOut.get();
+        // the parts in upload slots (on the heap), the two waiting in staging, the one being filled
+        assertTrue(reached <= Uploads.PARTS_IN_FLIGHT + 3, "held back at part " + reached);
+        Thread.sleep(300);
+        assertEquals(reached, handedOut.get(), "no further while the store takes nothing");
+
+        store.partsTaken.release(1_000_000); // the store takes parts again: the writer goes on
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (handedOut.get() < reached + 20 && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        assertTrue(handedOut.get() >= reached + 20, "went on to part " + handedOut.get());
+
+        store.partsTaken.drainPermits(); // and stops for good: the writer fails once no room came in time
+        writer.join(10_000);
+        assertFalse(writer.isAlive());
+        AgentException noRoom = assertInstanceOf(AgentException.class, failure.get());
+        assertEquals(Errno.EIO, noRoom.errno());
+        store.partsTaken.release(1_000_000);
+    }
+
+    @Test
+    void aPartThatFailsFailsTheFileAndAbortsItsUploadOnceNothingIsInFlight() throws Exception {
+        start(64L << 20, Duration.ofSeconds(5));
+        store.failParts = true;
+        long handle = uploads.begin("lost.bin");
+        AgentException failed = assertThrows(AgentException.class, () -> write(handle, bytes(3 * PART, 4)));
+        assertEquals(Errno.EIO, failed.errno());
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (!store.calls.contains("abort lost.bin") && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertTrue(store.calls.contains("abort lost.bin"), store.calls.toString());
+        assertFalse(store.objects.containsKey("lost.bin"));
+        assertTrue(store.parts.isEmpty(), "no parts left in the store");
+        assertEquals(1, uploads.uploadsAborted());
+        AgentException failedToo = assertThrows(AgentException.class, () -> uploads.nextPart(handle, 4));
+        assertEquals(Errno.EIO, failedToo.errno(), "every later call");
+        uploads.abort(handle); // the writer lets the file go: the part it held goes back
+        assertEquals(0, index.uploadBytes());
+        assertEquals(1, uploads.uploadsAborted(), "counted once");
+        AgentException gone = assertThrows(AgentException.class, () -> uploads.nextPart(handle, 5));
+        assertEquals(Errno.EBADF, gone.errno());
+    }
+
+    @Test
+    void anAbortedFileGivesItsPagesBackAndNothingIsPublished() {
+        start(64L << 20, Duration.ofSeconds(5));
+        long handle = uploads.begin("dropped.bin");
+        ReservedPages part = uploads.nextPart(handle, 1);
+        uploads.partWritten(handle, 1, part.capacity());
+        uploads.nextPart(handle, 2);
+        uploads.abort(handle);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (!store.calls.contains("abort dropped.bin") && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertTrue(store.calls.contains("abort dropped.bin"));
+        assertEquals(0, index.uploadBytes());
+        assertFalse(store.objects.containsKey("dropped.bin"));
+    }
+}
