@@ -6,6 +6,7 @@ import com.github.benmanes.caffeine.cache.Ticker;
 import io.os2g.Errno;
 import io.os2g.store.ObjectStore;
 import java.time.Duration;
+import java.util.NavigableMap;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -36,6 +37,7 @@ public final class Namespace {
     private final DirectoryBuilder builder = new DirectoryBuilder(inodes);
     private final Node.Dir root;
     private final LoadingCache<Node.Dir, Directory> directories;
+    private final LocalEntries local;
 
     /**
      * @param store where listings come from
@@ -53,6 +55,7 @@ public final class Namespace {
             cache.expireAfterWrite(ttl);
         }
         this.directories = cache.build(dir -> builder.build(dir, store.list(dir.prefix())));
+        this.local = new LocalEntries(ttl == null ? -1 : ttl.toNanos(), ticker::read);
     }
 
     public Namespace(ObjectStore store, String rootPrefix, Duration ttl) {
@@ -115,13 +118,56 @@ public final class Namespace {
         return list(dir);
     }
 
-    /** The directory's entries, listed now or taken from the cache. */
+    /** The directory's entries, listed now or taken from the cache, with what this mount changed in it. */
     public Directory list(Node.Dir dir) {
+        Directory listed = listed(dir);
+        NavigableMap<String, Node> entries = local.merge(dir.prefix(), listed.entries());
+        return entries == listed.entries() ? listed : new Directory(listed.self(), entries, listed.subdirectoriesRequested());
+    }
+
+    private Directory listed(Node.Dir dir) {
         try {
             return directories.get(dir);
         } catch (CompletionException e) {
             throw e.getCause() instanceof RuntimeException re ? re : e;
         }
+    }
+
+    /** The entry {@code name} of {@code dir}, or null: what this mount changed, else the listing's. */
+    public Node entry(Node.Dir dir, String name) {
+        Node changed = local.lookup(dir.prefix(), name);
+        if (changed != null) {
+            return changed == LocalEntries.DELETED ? null : changed;
+        }
+        return listed(dir).entry(name);
+    }
+
+    /**
+     * A file being written or a directory made here: {@code name} in {@code dir} until {@link #release}d,
+     * whatever listings say.
+     */
+    public void hold(Node.Dir dir, String name, Node node) {
+        local.hold(dir.prefix(), name, node);
+    }
+
+    /** A file published here: {@code name} in {@code dir} at once, and for listings made before it (the TTL). */
+    public void published(Node.Dir dir, String name, Node.File file) {
+        local.settle(dir.prefix(), name, file);
+    }
+
+    /** A key deleted here: {@code name} is gone from {@code dir} at once, whatever cached listings say. */
+    public void deleted(Node.Dir dir, String name) {
+        local.settle(dir.prefix(), name, null);
+    }
+
+    /** What {@link #hold} put there is taken back (a write abandoned, a directory removed). */
+    public void release(Node.Dir dir, String name) {
+        local.remove(dir.prefix(), name);
+    }
+
+    /** The node of a directory or file key as every process numbers it. */
+    public long inodeOf(String keyOrPrefix) {
+        return inodes.inodeOf(keyOrPrefix);
     }
 
     /**
@@ -143,7 +189,7 @@ public final class Namespace {
                 if (!(node instanceof Node.Dir dir)) {
                     throw new NamespaceException(Errno.ENOTDIR, "not a directory: " + path);
                 }
-                Node next = list(dir).entry(path.substring(start, end));
+                Node next = entry(dir, path.substring(start, end));
                 if (next == null) {
                     throw new NamespaceException(Errno.ENOENT, "no such file: " + path);
                 }

@@ -132,4 +132,34 @@ class NamespaceTest {
         assertNotEquals(first, ns.resolve("/x").inode());
         assertEquals(InodeTable.ROOT, ns.resolve("/").inode());
     }
+
+    @Test
+    void whatTheMountChangedStandsOverItsListingsUntilTheyCanShowIt() {
+        store.put("ckpt/old.pt", 5).put("ckpt/gone.pt", 6);
+        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
+        Namespace ns = new Namespace(store, "", Duration.ofSeconds(10), now::get);
+        Node.Dir ckpt = assertInstanceOf(Node.Dir.class, ns.resolve("/ckpt"));
+
+        Node.File writing = new Node.File(ns.inodeOf("ckpt/new.pt"), "ckpt/new.pt", 0, "", 0);
+        ns.hold(ckpt, "new.pt", writing);
+        Node.Dir made = new Node.Dir(ns.inodeOf("ckpt/runs/"), "ckpt/runs/");
+        ns.hold(ckpt, "runs", made);
+        ns.deleted(ckpt, "gone.pt");
+        assertEquals(writing, ns.resolve("/ckpt/new.pt"));
+        assertEquals(made, ns.resolve("/ckpt/runs"));
+        assertEquals(Errno.ENOENT, assertThrows(NamespaceException.class, () -> ns.resolve("/ckpt/gone.pt")).errno());
+        assertEquals(java.util.Set.of("old.pt", "new.pt", "runs"), ns.list(ckpt).entries().keySet());
+
+        Node.File published = new Node.File(writing.inode(), "ckpt/new.pt", 7, "e7", 1);
+        ns.published(ckpt, "new.pt", published);
+        assertEquals(published, ns.resolve("/ckpt/new.pt"));
+        ns.release(ckpt, "runs");
+        assertEquals(java.util.Set.of("old.pt", "new.pt"), ns.list(ckpt).entries().keySet());
+
+        // a listing made after the TTL speaks for the published and deleted keys again
+        now.addAndGet(Duration.ofSeconds(11).toNanos());
+        store.put("ckpt/new.pt", 7);
+        assertEquals(store.etag("ckpt/new.pt"), assertInstanceOf(Node.File.class, ns.resolve("/ckpt/new.pt")).etag());
+        assertInstanceOf(Node.File.class, ns.resolve("/ckpt/gone.pt"), "still in the bucket: the listing says so");
+    }
 }
