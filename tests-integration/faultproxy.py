@@ -55,9 +55,17 @@ class Fault:
 
 
 def request_class(method, path):
-    """'data' for a GET of an object, 'list' for anything addressed to the bucket itself."""
+    """'data' for a GET of an object, 'part' for the PUT of one part of a multipart upload, 'upload'
+    for the other writes of an object (a whole PUT, a multipart upload's start and completion), 'list'
+    for anything else (requests addressed to the bucket itself, HEAD, DELETE)."""
     segments = [s for s in path.split("?", 1)[0].split("/") if s]
-    return "data" if method == "GET" and len(segments) >= 2 else "list"
+    if len(segments) < 2:
+        return "list"
+    if method == "GET":
+        return "data"
+    if method == "PUT" and "partNumber=" in path:
+        return "part"
+    return "upload" if method in ("PUT", "POST") else "list"
 
 
 class FaultProxy:

@@ -2,6 +2,7 @@ package io.os2g.cli;
 
 import io.os2g.agent.AgentConfig;
 import io.os2g.host.FsConfig;
+import io.os2g.host.WritePolicy;
 import io.os2g.runtime.Gateway;
 import io.os2g.runtime.MountConfig;
 import io.os2g.runtime.Preflight;
@@ -27,7 +28,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 @Command(name = "mount", sortOptions = false, usageHelpAutoWidth = true,
-        description = {"Mount a bucket (or a prefix of it) read-only at MOUNTPOINT.",
+        description = {"Mount a bucket (or a prefix of it) at MOUNTPOINT, read-only unless --allow-writes.",
                 "Stays in the foreground until unmounted (fusermount -u MOUNTPOINT, Ctrl-C or SIGTERM).",
                 "Credentials: the environment, web identity, AWS profiles, container or instance roles (renewed before they expire),",
                 "or --profile, --credentials-file, --no-sign-request."})
@@ -68,11 +69,21 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--gid", paramLabel = "GID", description = "Group of files and directories (default: the caller's).")
     Integer gid;
 
-    @Option(names = "--file-mode", paramLabel = "MODE", defaultValue = "0444", description = "Permission bits of files (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--file-mode", paramLabel = "MODE", description = "Permission bits of files (default: 0444, 0644 with --allow-writes).")
     String fileMode;
 
-    @Option(names = "--dir-mode", paramLabel = "MODE", defaultValue = "0555", description = "Permission bits of directories (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--dir-mode", paramLabel = "MODE", description = "Permission bits of directories (default: 0555, 0755 with --allow-writes).")
     String dirMode;
+
+    @Option(names = "--allow-writes",
+            description = "Let new files be written (in order, published whole at close) and directories made; see docs/WRITES.md.")
+    boolean allowWrites;
+
+    @Option(names = "--allow-overwrite", description = "With --allow-writes: let an open with O_TRUNC, or a rename, replace an existing key.")
+    boolean allowOverwrite;
+
+    @Option(names = "--allow-delete", description = "With --allow-writes: let unlink delete keys, and rename move keys this mount did not write.")
+    boolean allowDelete;
 
     @Option(names = "--metadata-ttl", paramLabel = "SECONDS|forever", defaultValue = "300",
             description = "How long listings and attributes are trusted (default: ${DEFAULT-VALUE}); forever for datasets that do not change.")
@@ -208,13 +219,17 @@ final class MountCommand implements Callable<Integer> {
         Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize() : Path.of("/dev/shm/os2g", mountId(mount));
         StagingConfig stagingConfig = StagingConfig.of(dir, staging, readDeadline);
 
+        if ((allowOverwrite || allowDelete) && !allowWrites) {
+            throw new UsageError((allowOverwrite ? "--allow-overwrite" : "--allow-delete") + " needs --allow-writes");
+        }
         FsConfig fs = new FsConfig(uid != null ? uid : CallerIds.uid(), gid != null ? gid : CallerIds.gid(),
-                parseMode("--file-mode", fileMode), parseMode("--dir-mode", dirMode), System.currentTimeMillis(), readDeadline,
-                mount.toAbsolutePath().normalize().toString());
+                parseMode("--file-mode", fileMode != null ? fileMode : allowWrites ? "0644" : "0444"),
+                parseMode("--dir-mode", dirMode != null ? dirMode : allowWrites ? "0755" : "0555"), System.currentTimeMillis(), readDeadline,
+                mount.toAbsolutePath().normalize().toString(), new WritePolicy(allowWrites, allowOverwrite, allowDelete));
 
         long ttlSeconds = ttl == null ? FOREVER_SECONDS : ttl.toSeconds();
         List<String> options = new ArrayList<>();
-        // not "ro": the kernel would refuse writes to /.os2g/prefetch; the file system answers EROFS itself
+        // not "ro": the kernel would refuse writes to /.os2g/prefetch; a read-only mount answers EROFS itself
         options.add("fsname=" + (fsname != null ? fsname : "os2g:" + source).replace(",", "_"));
         options.add("subtype=os2g");
         options.add("default_permissions");

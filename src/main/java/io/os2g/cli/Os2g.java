@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
 
 /** {@code os2g}: the entry point. */
 @Command(name = "os2g", mixinStandardHelpOptions = true, versionProvider = Os2g.Version.class,
-        description = {"Mount S3-compatible buckets read-only for GPU training: FUSE shim, object-store agent, shared-memory staging."})
+        description = {"Mount S3-compatible buckets for GPU training (checkpoints written back on request): FUSE shim, object-store agent, shared-memory staging."})
 public final class Os2g implements Runnable {
 
     /** Exit code for anything the user can fix. */

@@ -13,7 +13,10 @@ public final class FuseErrno {
     public static final int EAGAIN = 11;
     /** From read(2) of /dev/fuse: the mount is gone. */
     public static final int ENODEV = 19;
+    public static final int EPERM = 1;
     public static final int EROFS = 30;
+    /** An operation the file system does not have (a write-enabled mount: setxattr, fallocate, tmpfiles). */
+    public static final int EOPNOTSUPP = 95;
     public static final int ERANGE = 34;
     /** An opcode os2g does not serve: the kernel stops sending most of them. */
     public static final int ENOSYS = 38;

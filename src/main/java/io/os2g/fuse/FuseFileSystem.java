@@ -44,6 +44,27 @@ public interface FuseFileSystem {
         }
     }
 
+    /** A file CREATE made and opened. */
+    record Created(Attributes attributes, Opened opened) {
+    }
+
+    /**
+     * What a SETATTR asks to change: {@code valid} holds the kernel's FATTR_* bits ({@link #SIZE},
+     * {@link #ATIME}, ...); the fields it does not name are not set.
+     *
+     * @param handle the open file it goes through (ftruncate, futimens), or -1
+     */
+    record Changes(int valid, long handle, long size, int mode) {
+        public static final int MODE = 1, UID = 1 << 1, GID = 1 << 2, SIZE = 1 << 3, ATIME = 1 << 4, MTIME = 1 << 5,
+                FH = 1 << 6, ATIME_NOW = 1 << 7, MTIME_NOW = 1 << 8, LOCKOWNER = 1 << 9, CTIME = 1 << 10,
+                KILL_SUIDGID = 1 << 11;
+
+        /** Whether it asks for any of {@code bits}. */
+        public boolean any(int bits) {
+            return (valid & bits) != 0;
+        }
+    }
+
     /** What statfs(2) shows. */
     record FsStats(long blocks, long blocksFree, long files, long filesFree, int blockSize, int nameMax) {
     }
@@ -59,6 +80,14 @@ public interface FuseFileSystem {
     Attributes getattr(long node, long handle);
 
     Opened open(long node, int flags);
+
+    /**
+     * {@link #open(long, int)}, told which process asks: {@code pid} is the calling thread's id as the
+     * mount's pid namespace numbers it (0 when the caller is not in it).
+     */
+    default Opened open(long node, int flags, int pid) {
+        return open(node, flags);
+    }
 
     /**
      * Up to {@code size} bytes of the file from {@code offset} (fewer at its end), into {@code reply}:
@@ -90,14 +119,52 @@ public interface FuseFileSystem {
     default void forget(long node, long count) {
     }
 
+    /**
+     * Whether the mount changes anything but control files: then FLUSH and FSYNC reach the file system,
+     * and what it cannot do answers EPERM or EOPNOTSUPP rather than EROFS.
+     */
+    default boolean writable() {
+        return false;
+    }
+
     /** Writes {@code data} at {@code offset}; the bytes taken. */
     default int write(long node, long handle, long offset, MemorySegment data) {
         throw new ReadOnly();
     }
 
-    /** Truncates (or extends) the file to {@code size}. */
-    default void truncate(long node, long size) {
+    /** Applies {@code changes}; returns the node's attributes after them. */
+    default Attributes setattr(long node, Changes changes) {
         throw new ReadOnly();
+    }
+
+    /** Creates and opens file {@code name} in {@code parent} for {@code pid} (see {@link #open(long, int, int)}). */
+    default Created create(long parent, String name, int flags, int mode, int pid) {
+        throw new ReadOnly();
+    }
+
+    default Attributes mkdir(long parent, String name, int mode) {
+        throw new ReadOnly();
+    }
+
+    default void unlink(long parent, String name) {
+        throw new ReadOnly();
+    }
+
+    default void rmdir(long parent, String name) {
+        throw new ReadOnly();
+    }
+
+    /** Renames; {@code flags} are renameat2(2)'s (RENAME_NOREPLACE 1, RENAME_EXCHANGE 2). */
+    default void rename(long parent, String name, long newParent, String newName, int flags) {
+        throw new ReadOnly();
+    }
+
+    /** A descriptor of open {@code handle} is being closed by {@code pid} (each close(2) of each descriptor). */
+    default void flush(long node, long handle, int pid) {
+    }
+
+    /** fsync(2) of open {@code handle}. */
+    default void fsync(long node, long handle) {
     }
 
     /**

@@ -26,11 +26,10 @@ public final class FuseSession implements AutoCloseable {
     // opcodes
     static final int LOOKUP = 1, FORGET = 2, GETATTR = 3, SETATTR = 4, SYMLINK = 6, MKNOD = 8, MKDIR = 9,
             UNLINK = 10, RMDIR = 11, RENAME = 12, LINK = 13, OPEN = 14, READ = 15, WRITE = 16, STATFS = 17,
-            RELEASE = 18, SETXATTR = 21, GETXATTR = 22, LISTXATTR = 23, REMOVEXATTR = 24, INIT = 26, OPENDIR = 27,
+            FSYNC = 20, FLUSH = 25, RELEASE = 18, SETXATTR = 21, GETXATTR = 22, LISTXATTR = 23, REMOVEXATTR = 24, INIT = 26, OPENDIR = 27,
             READDIR = 28, RELEASEDIR = 29, ACCESS = 34, CREATE = 35, INTERRUPT = 36, DESTROY = 38,
             NOTIFY_REPLY = 41, BATCH_FORGET = 42, FALLOCATE = 43, READDIRPLUS = 44, RENAME2 = 45,
             COPY_FILE_RANGE = 47, TMPFILE = 51;
-    static final int FATTR_SIZE = 1 << 3;
     static final int FOPEN_DIRECT_IO = 1, FOPEN_KEEP_CACHE = 1 << 1;
     static final int FOPEN_PASSTHROUGH = 1 << 7;
     /** max_background in INIT: the kernel's readahead READs in flight at once. */
@@ -229,6 +228,7 @@ public final class FuseSession implements AutoCloseable {
         int opcode = buffer.get(INT, 4);
         long unique = buffer.get(LONG, 8);
         long node = buffer.get(LONG, 16);
+        int pid = buffer.get(INT, 32);
         pipe.start(unique); // before it is seen as served: an INTERRUPT then finds the pipe ready for it
         worker.serving = unique;
         MemorySegment body = buffer.asSlice(IN_HEADER, n - IN_HEADER);
@@ -239,7 +239,7 @@ public final class FuseSession implements AutoCloseable {
                 case READ -> read(node, body, unique, pipe);
                 case LOOKUP -> lookup(node, body, reply);
                 case GETATTR -> getattr(node, body, reply);
-                case OPEN -> open(node, body, reply);
+                case OPEN -> open(node, body, reply, pid);
                 case RELEASE -> release(node, body, reply);
                 case READDIR, READDIRPLUS -> readdir(node, body, reply, opcode == READDIRPLUS);
                 case OPENDIR -> opendir(reply);
@@ -253,8 +253,24 @@ public final class FuseSession implements AutoCloseable {
                 case ACCESS -> access(node, body, reply);
                 case GETXATTR -> getxattr(node, body, reply);
                 case LISTXATTR -> listxattr(node, body, reply);
-                case SYMLINK, MKNOD, MKDIR, UNLINK, RMDIR, RENAME, LINK, SETXATTR, REMOVEXATTR, CREATE, FALLOCATE,
-                     RENAME2, COPY_FILE_RANGE, TMPFILE -> errno = FuseErrno.EROFS;
+                case CREATE -> create(node, body, reply, pid);
+                case MKDIR -> mkdir(node, body, reply);
+                case UNLINK -> {
+                    fs.unlink(node, body.getString(0, StandardCharsets.UTF_8));
+                    reply.send(0);
+                }
+                case RMDIR -> {
+                    fs.rmdir(node, body.getString(0, StandardCharsets.UTF_8));
+                    reply.send(0);
+                }
+                case RENAME, RENAME2 -> rename(node, body, reply, opcode == RENAME2);
+                case FLUSH -> errno = flush(node, body, reply, pid);
+                case FSYNC -> errno = fsync(node, body, reply);
+                // what no object store has: a write-enabled mount says so, a read-only one is read-only
+                case SYMLINK, MKNOD, LINK -> errno = fs.writable() ? FuseErrno.EPERM : FuseErrno.EROFS;
+                case SETXATTR, REMOVEXATTR, FALLOCATE, TMPFILE -> errno = fs.writable() ? FuseErrno.EOPNOTSUPP : FuseErrno.EROFS;
+                // ENOSYS: the kernel copies through reads and writes instead, and asks no more
+                case COPY_FILE_RANGE -> errno = fs.writable() ? FuseErrno.ENOSYS : FuseErrno.EROFS;
                 case INTERRUPT -> errno = interrupt(body.get(LONG, 0));
                 case DESTROY -> destroy(reply);
                 case NOTIFY_REPLY -> {
@@ -386,27 +402,80 @@ public final class FuseSession implements AutoCloseable {
     }
 
     private void setattr(long node, MemorySegment body, SmallReply reply) {
+        // fuse_setattr_in: valid, padding, fh, size, lock_owner, atime, mtime, ctime, their nsecs, mode
         int valid = body.get(INT, 0);
-        if (valid != FATTR_SIZE) {
-            throw new FuseFileSystem.ReadOnly(); // mode, owner, times: never changed here
-        }
-        fs.truncate(node, body.get(LONG, 16));
-        attributesOut(reply.body(), fs.getattr(node, -1));
+        long handle = (valid & FuseFileSystem.Changes.FH) != 0 ? body.get(LONG, 8) : -1;
+        attributesOut(reply.body(), fs.setattr(node, new FuseFileSystem.Changes(valid, handle, body.get(LONG, 16), body.get(INT, 68))));
         reply.send(16 + ATTR);
     }
 
-    private void open(long node, MemorySegment body, SmallReply reply) {
-        FuseFileSystem.Opened opened = fs.open(node, body.get(INT, 0));
+    private void open(long node, MemorySegment body, SmallReply reply, int pid) {
+        FuseFileSystem.Opened opened = fs.open(node, body.get(INT, 0), pid);
+        BackingFiles.Mode mode = openOut(reply.body(), node, opened);
+        reply.send(16);
+        opened(opened, mode);
+    }
+
+    /** CREATE: fuse_create_in (flags, mode, umask, open_flags) and the name; answered with an entry and an open. */
+    private void create(long parent, MemorySegment body, SmallReply reply, int pid) {
+        String name = body.getString(16, StandardCharsets.UTF_8);
+        FuseFileSystem.Created created = fs.create(parent, name, body.get(INT, 0), body.get(INT, 4) & ~body.get(INT, 8), pid);
+        MemorySegment o = reply.body();
+        entry(o, created.attributes());
+        BackingFiles.Mode mode = openOut(o.asSlice(40 + ATTR), created.attributes().node(), created.opened());
+        reply.send(40 + ATTR + 16);
+        opened(created.opened(), mode);
+    }
+
+    private void mkdir(long parent, MemorySegment body, SmallReply reply) {
+        // fuse_mkdir_in: mode, umask
+        FuseFileSystem.Attributes made = fs.mkdir(parent, body.getString(8, StandardCharsets.UTF_8), body.get(INT, 0) & ~body.get(INT, 4));
+        entry(reply.body(), made);
+        reply.send(40 + ATTR);
+    }
+
+    /** RENAME: fuse_rename_in (newdir); RENAME2: fuse_rename2_in (newdir, flags, padding); then both names. */
+    private void rename(long parent, MemorySegment body, SmallReply reply, boolean two) {
+        int at = two ? 16 : 8;
+        String name = body.getString(at, StandardCharsets.UTF_8);
+        String newName = body.getString(at + name.getBytes(StandardCharsets.UTF_8).length + 1, StandardCharsets.UTF_8);
+        fs.rename(parent, name, body.get(LONG, 0), newName, two ? body.get(INT, 8) : 0);
+        reply.send(0);
+    }
+
+    /** FLUSH (fuse_flush_in: fh): a close(2). A mount that writes nothing answers ENOSYS once, and the kernel sends no more. */
+    private int flush(long node, MemorySegment body, SmallReply reply, int pid) {
+        if (!fs.writable()) {
+            return FuseErrno.ENOSYS;
+        }
+        fs.flush(node, body.get(LONG, 0), pid);
+        reply.send(0);
+        return 0;
+    }
+
+    private int fsync(long node, MemorySegment body, SmallReply reply) {
+        if (!fs.writable()) {
+            return FuseErrno.ENOSYS;
+        }
+        fs.fsync(node, body.get(LONG, 0));
+        reply.send(0);
+        return 0;
+    }
+
+    /** fuse_open_out for {@code opened}, with its backing file registered where the kernel reads one. */
+    private BackingFiles.Mode openOut(MemorySegment o, long node, FuseFileSystem.Opened opened) {
         BackingFiles.Mode mode = backingFiles.open(node, opened.handle(), passthrough ? opened.backing() : null, opened.directIo());
         if (passthrough && opened.backing() != null && !backingFiles.usable()) {
             passthrough = false;
             fs.passthroughUsable(false); // refused for lack of privilege: stop looking for backing files
         }
-        MemorySegment o = reply.body();
         o.set(LONG, 0, opened.handle());
         o.set(INT, 8, mode.openFlags());
         o.set(INT, 12, mode.backingId());
-        reply.send(16);
+        return mode;
+    }
+
+    private void opened(FuseFileSystem.Opened opened, BackingFiles.Mode mode) {
         if (mode.backingId() > 0) {
             fs.passthroughOpened(opened.handle());
         }

@@ -12,7 +12,8 @@ import java.time.Duration;
  * @param mountTimeMillis mtime of directories (they have none in an object store)
  * @param readDeadline longest a read waits for the agent before it fails with EIO
  * @param mountPoint where the mount is, absolute (hint lines may name files by their absolute path)
+ * @param writes what the mount may change in its bucket
  */
 public record FsConfig(int uid, int gid, int fileMode, int dirMode, long mountTimeMillis, Duration readDeadline,
-                       String mountPoint) {
+                       String mountPoint, WritePolicy writes) {
 }

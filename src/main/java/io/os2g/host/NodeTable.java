@@ -27,6 +27,14 @@ final class NodeTable {
         nodes.put(node, new Known(path, known == null ? 1 : known.lookups() + 1));
     }
 
+    /** {@code node} was renamed: it is at {@code path} now, with the lookups it had. */
+    synchronized void moved(long node, String path) {
+        Known known = nodes.get(node);
+        if (known != null) {
+            nodes.put(node, new Known(path, known.lookups()));
+        }
+    }
+
     synchronized void forget(long node, long count) {
         Known known = nodes.get(node);
         if (known != null && node != InodeTable.ROOT) {
@@ -49,6 +57,17 @@ final class NodeTable {
 
     static String child(String parent, String name) {
         return parent.equals("/") ? "/" + name : parent + "/" + name;
+    }
+
+    /** The directory holding {@code path} (not the root). */
+    static String parent(String path) {
+        int slash = path.lastIndexOf('/');
+        return slash == 0 ? "/" : path.substring(0, slash);
+    }
+
+    /** The last name of {@code path} (not the root). */
+    static String name(String path) {
+        return path.substring(path.lastIndexOf('/') + 1);
     }
 
     private static final class Stale extends ErrnoException {

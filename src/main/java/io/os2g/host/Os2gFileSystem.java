@@ -30,8 +30,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The FUSE operations of a mount. Metadata comes from the namespace, reads from the staging region
- * through {@link StagedReader}; every operation that would change the tree answers EROFS (the
- * mount is not "ro" only so that the hint files of {@link ControlFiles} can be written). Node ids are
+ * through {@link StagedReader}, changes through {@link Writes} (EROFS unless the mount allows writes;
+ * the mount is not "ro" so that the hint files of {@link ControlFiles} can be written). Node ids are
  * the namespace's inodes; {@link NodeTable} turns them back into paths.
  */
 public final class Os2gFileSystem implements FuseFileSystem {
@@ -77,6 +77,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
     private volatile boolean shadowReported;
 
     private final ControlFiles control;
+    private final Writes writes;
 
     /** @param stats the {@code /.os2g/stats} document, made when that file is opened */
     public Os2gFileSystem(Namespace namespace, AgentLink link, ChunkLayout layout,
@@ -87,6 +88,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
         this.metrics = metrics;
         this.reader = new StagedReader(link, layout, metrics, config.readDeadline());
         this.control = new ControlFiles(stats, namespace, link, metrics, config.mountPoint(), reader);
+        this.writes = new Writes(config.writes(), namespace, link, metrics);
     }
 
     private static long controlNode(String path) {
@@ -174,8 +176,14 @@ public final class Os2gFileSystem implements FuseFileSystem {
             // nlink 1, as btrfs does: "unknown", so find(1) does not skip sub-directories, and no listing per stat
             case Node.Dir dir -> new Attributes(dir.inode(), BLOCK_SIZE / 32, S_IFDIR | config.dirMode(), 1,
                     config.uid(), config.gid(), config.mountTimeMillis());
-            case Node.File file -> new Attributes(file.inode(), file.size(), S_IFREG | config.fileMode(), 1,
-                    config.uid(), config.gid(), file.mtimeMillis());
+            case Node.File file -> {
+                WriteHandle writing = writes.writing(file.inode());
+                yield writing != null
+                        ? new Attributes(file.inode(), writing.size, S_IFREG | config.fileMode(), 1, config.uid(), config.gid(),
+                                writing.openedMillis)
+                        : new Attributes(file.inode(), file.size(), S_IFREG | config.fileMode(), 1,
+                                config.uid(), config.gid(), file.mtimeMillis());
+            }
         };
     }
 
@@ -216,6 +224,11 @@ public final class Os2gFileSystem implements FuseFileSystem {
 
     @Override
     public Opened open(long node, int flags) {
+        return open(node, flags, 0);
+    }
+
+    @Override
+    public Opened open(long node, int flags, int pid) {
         String path = path(node);
         try {
             boolean forWriting = (flags & O_ACCMODE) != 0;
@@ -231,11 +244,20 @@ public final class Os2gFileSystem implements FuseFileSystem {
                 return Opened.direct(fh);
             }
             if (forWriting) {
-                throw new ReadOnly();
+                writes.requireWrites();
+                if (path.equals("/")) {
+                    throw new StagedReader.ReadException(Errno.EISDIR, path, null);
+                }
+                long fh = nextHandle.getAndIncrement();
+                writes.start(fh, directory(NodeTable.parent(path)), NodeTable.name(path), flags, pid);
+                return Opened.direct(fh);
             }
             Node resolved = namespace.resolve(path);
             if (!(resolved instanceof Node.File file)) {
                 throw new StagedReader.ReadException(Errno.EISDIR, path, null);
+            }
+            if (writes.writing(file.inode()) != null) {
+                throw new StagedReader.ReadException(Errno.EBUSY, path + " is being written: it can be read once it is closed", null);
             }
             OpenRequest request = new OpenRequest(file.inode(), file.key(), file.etag(), file.size());
             long agentHandle = link.open(request);
@@ -317,7 +339,126 @@ public final class Os2gFileSystem implements FuseFileSystem {
     }
 
     @Override
+    public Created create(long parent, String name, int flags, int mode, int pid) {
+        String path = NodeTable.child(path(parent), name);
+        try {
+            writes.requireWrites();
+            if (ControlFiles.owns(path) || ControlFiles.owns(path(parent))) {
+                throw new StagedReader.ReadException(Errno.EPERM, "no files can be made in " + ControlFiles.DIR, null);
+            }
+            long fh = nextHandle.getAndIncrement();
+            WriteHandle h = writes.start(fh, directory(path(parent)), name, flags, pid);
+            nodes.remember(h.file.inode(), path);
+            return new Created(attributes(h.file), Opened.direct(fh));
+        } catch (RuntimeException e) {
+            throw failure("create", path, e);
+        }
+    }
+
+    @Override
+    public boolean writable() {
+        return writes.enabled();
+    }
+
+    @Override
+    public void flush(long node, long fh, int pid) {
+        WriteHandle h = writes.handle(fh);
+        if (h != null) {
+            try {
+                writes.flush(h, pid);
+            } catch (RuntimeException e) {
+                throw failure("close", h.file.key(), e);
+            }
+        }
+    }
+
+    @Override
+    public void fsync(long node, long fh) {
+        WriteHandle h = writes.handle(fh);
+        if (h != null) {
+            try {
+                writes.fsync(h);
+            } catch (RuntimeException e) {
+                throw failure("fsync", h.file.key(), e);
+            }
+        }
+    }
+
+    @Override
+    public Attributes mkdir(long parent, String name, int mode) {
+        String path = NodeTable.child(path(parent), name);
+        try {
+            if (ControlFiles.owns(path) || ControlFiles.owns(path(parent))) {
+                writes.requireWrites();
+                throw new StagedReader.ReadException(Errno.EPERM, "no directories can be made in " + ControlFiles.DIR, null);
+            }
+            Node.Dir made = writes.mkdir(directory(path(parent)), name);
+            nodes.remember(made.inode(), path);
+            return attributes(made);
+        } catch (RuntimeException e) {
+            throw failure("mkdir", path, e);
+        }
+    }
+
+    @Override
+    public void unlink(long parent, String name) {
+        remove("unlink", parent, name, writes::unlink);
+    }
+
+    @Override
+    public void rmdir(long parent, String name) {
+        remove("rmdir", parent, name, writes::rmdir);
+    }
+
+    private void remove(String op, long parent, String name, java.util.function.BiConsumer<Node.Dir, String> removal) {
+        String path = NodeTable.child(path(parent), name);
+        try {
+            writes.requireWrites();
+            controlUnchanged(path);
+            removal.accept(directory(path(parent)), name);
+        } catch (RuntimeException e) {
+            throw failure(op, path, e);
+        }
+    }
+
+    @Override
+    public void rename(long parent, String name, long newParent, String newName, int flags) {
+        String path = NodeTable.child(path(parent), name);
+        String newPath = NodeTable.child(path(newParent), newName);
+        try {
+            writes.requireWrites();
+            controlUnchanged(path);
+            controlUnchanged(newPath);
+            Node.Dir from = directory(path(parent));
+            long node = namespace.inodeOf(from.prefix() + name);
+            writes.rename(from, name, directory(path(newParent)), newName, flags);
+            nodes.moved(node, newPath); // the kernel keeps the node it had for the name it now has
+        } catch (RuntimeException e) {
+            throw failure("rename", path, e);
+        }
+    }
+
+    /** EPERM for the control directory and its files, which no change reaches. */
+    private static void controlUnchanged(String path) {
+        if (ControlFiles.owns(path)) {
+            throw new StagedReader.ReadException(Errno.EPERM, path + " cannot be changed", null);
+        }
+    }
+
+    /** The directory at {@code path}: ENOENT, ENOTDIR as the namespace says. */
+    private Node.Dir directory(String path) {
+        if (!(namespace.resolve(path) instanceof Node.Dir dir)) {
+            throw new StagedReader.ReadException(Errno.ENOTDIR, path + " is not a directory", null);
+        }
+        return dir;
+    }
+
+    @Override
     public void release(long node, long fh) {
+        if (writes.handle(fh) != null) {
+            writes.release(fh);
+            return;
+        }
         OpenHandle handle = handles.remove(fh);
         if (handle != null) {
             metrics.openFiles(-1);
@@ -345,14 +486,15 @@ public final class Os2gFileSystem implements FuseFileSystem {
 
     @Override
     public FsStats statfs() {
-        // an object store has no fixed size; report a large one with nothing free (read-only)
-        return new FsStats(1L << 33, 0, 0, 0, BLOCK_SIZE, EntryName.NAME_MAX);
+        // an object store has no fixed size: a large one, with nothing free (read-only) or all of it
+        long blocks = 1L << 33;
+        return new FsStats(blocks, writes.enabled() ? blocks : 0, 0, 0, BLOCK_SIZE, EntryName.NAME_MAX);
     }
 
     @Override
     public void access(long node, int mask) {
         String path = path(node);
-        if ((mask & W_OK) != 0 && !ControlFiles.isWritable(path) && !path.equals(ControlFiles.EXTENTS)) {
+        if ((mask & W_OK) != 0 && !writes.enabled() && !ControlFiles.isWritable(path) && !path.equals(ControlFiles.EXTENTS)) {
             throw new ReadOnly();
         }
         if (ControlFiles.owns(path)) {
@@ -441,10 +583,16 @@ public final class Os2gFileSystem implements FuseFileSystem {
         }
     }
 
-    // Everything below would change the tree: a read-only mount refuses it (the defaults of FuseFileSystem).
-
     @Override
     public int write(long node, long fh, long offset, MemorySegment data) {
+        WriteHandle h = writes.handle(fh);
+        if (h != null) {
+            try {
+                return writes.write(h, offset, data);
+            } catch (RuntimeException e) {
+                throw failure("write", h.file.key(), e);
+            }
+        }
         if (!control.isOpen(fh)) {
             throw new ReadOnly();
         }
@@ -460,10 +608,25 @@ public final class Os2gFileSystem implements FuseFileSystem {
     }
 
     @Override
-    public void truncate(long node, long size) {
-        // an open with O_TRUNC of a hint file, where the kernel asks apart from the open
-        if (!ControlFiles.isWritable(path(node))) {
-            throw new ReadOnly();
+    public Attributes setattr(long node, Changes changes) {
+        String path = path(node);
+        if (ControlFiles.owns(path)) {
+            // an open with O_TRUNC of a hint file, where the kernel asks apart from the open
+            if (!ControlFiles.isWritable(path) || changes.any(~(Changes.SIZE | Changes.FH | Changes.LOCKOWNER))) {
+                throw new ReadOnly();
+            }
+            return controlAttributes(path);
+        }
+        WriteHandle h = writes.writing(node);
+        writes.requireWrites();
+        try {
+            if (h == null) {
+                throw new StagedReader.ReadException(Errno.EPERM, path + ": an object is not changed in place", null);
+            }
+            writes.setattr(h, changes);
+            return attributes(h.file);
+        } catch (RuntimeException e) {
+            throw failure("setattr", path, e);
         }
     }
 

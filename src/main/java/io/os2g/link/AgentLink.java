@@ -1,5 +1,6 @@
 package io.os2g.link;
 
+import io.os2g.staging.ReservedPages;
 import io.os2g.staging.StagingView;
 import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
@@ -55,6 +56,48 @@ public interface AgentLink extends AutoCloseable {
 
     /** Forgets a handle (its staged chunks stay until evicted). */
     void release(long handle);
+
+    /**
+     * Starts a file written through the mount, to be published as {@code key}; returns the upload's
+     * handle. Nothing reaches the store before the first part is full or the file is finished.
+     */
+    default long beginWrite(String key) {
+        throw new LinkException(io.os2g.Errno.EROFS, "this agent takes no writes");
+    }
+
+    /** Staging pages for part {@code number} of upload {@code upload}; waits while the store is behind (back-pressure). */
+    default ReservedPages nextPart(long upload, int number) {
+        throw new LinkException(io.os2g.Errno.EROFS, "this agent takes no writes");
+    }
+
+    /** Part {@code number} is full ({@code length} bytes in its pages): the agent uploads it. No answer. */
+    default void partWritten(long upload, int number, int length) {
+        throw new LinkException(io.os2g.Errno.EROFS, "this agent takes no writes");
+    }
+
+    /** Waits until every part written so far is uploaded (fsync); EIO when one failed. */
+    default void flushWrite(long upload) {
+        throw new LinkException(io.os2g.Errno.EROFS, "this agent takes no writes");
+    }
+
+    /** Uploads the last part ({@code lastPart} 0: none) and publishes the object; EIO (nothing published) on failure. */
+    default PublishedObject finishWrite(long upload, int lastPart, int lastLength) {
+        throw new LinkException(io.os2g.Errno.EROFS, "this agent takes no writes");
+    }
+
+    /** Drops a file being written: nothing is published, its parts are aborted. No answer. */
+    default void abortWrite(long upload) {
+    }
+
+    /** Deletes {@code key} from the bucket. */
+    default void deleteObject(String key) {
+        throw new LinkException(io.os2g.Errno.EROFS, "this agent takes no writes");
+    }
+
+    /** Renames object {@code from} to {@code to} in the bucket (a copy there, then a delete); returns the new object. */
+    default PublishedObject moveObject(String from, String to, long size) {
+        throw new LinkException(io.os2g.Errno.EROFS, "this agent takes no writes");
+    }
 
     /**
      * The agent's staging region as mapped here, for reads with no message.

@@ -169,8 +169,55 @@ public final class AgentServer implements AutoCloseable {
                 }
                 reply(wire, id, new Message.StatsReply(session.statsJson()));
             }
+            case Message.PartWritten part -> {
+                try {
+                    uploads(session).partWritten(part.upload(), part.number(), part.length());
+                } catch (RuntimeException e) {
+                    LOG.debug("part {} of upload {}: {}", part.number(), part.upload(), e.getMessage()); // the next call fails
+                }
+            }
+            case Message.AbortWrite abort -> {
+                if (session.uploads() != null) {
+                    session.uploads().abort(abort.upload());
+                }
+            }
+            // the rest may wait for the store: off the reader thread
+            case Message.BeginWrite begin -> answer(wire, id, () -> new Message.Began(uploads(session).begin(begin.key())));
+            case Message.NextPart next -> answer(wire, id, () -> new Message.PartPages(uploads(session).nextPart(next.upload(), next.number())));
+            case Message.FlushWrite flush -> answer(wire, id, () -> {
+                uploads(session).flush(flush.upload());
+                return new Message.Done();
+            });
+            case Message.FinishWrite finish -> answer(wire, id, () ->
+                    new Message.Published(uploads(session).finish(finish.upload(), finish.lastPart(), finish.lastLength())));
+            case Message.DeleteObject delete -> answer(wire, id, () -> {
+                uploads(session).delete(delete.key());
+                return new Message.Done();
+            });
+            case Message.MoveObject move -> answer(wire, id, () ->
+                    new Message.Published(uploads(session).move(move.from(), move.to(), move.size())));
             default -> reply(wire, id, new Message.Failed(Errno.EIO, "unexpected message " + frame.message()));
         }
+    }
+
+    private static io.os2g.agent.Uploads uploads(AgentSession session) {
+        if (session.uploads() == null) {
+            throw new LinkException(Errno.EROFS, "this mount takes no writes");
+        }
+        return session.uploads();
+    }
+
+    /** Computes an answer on a worker thread and sends it, or the failure's errno. */
+    private void answer(Wire wire, long id, java.util.function.Supplier<Message> call) {
+        threads.execute(() -> {
+            Message answer;
+            try {
+                answer = call.get();
+            } catch (RuntimeException e) {
+                answer = failure(e);
+            }
+            reply(wire, id, answer);
+        });
     }
 
     private static Message.Failed failure(Throwable t) {

@@ -1,11 +1,15 @@
 package io.os2g.link;
 
 import io.os2g.agent.Agent;
+import io.os2g.agent.Uploads;
 
 /** One mount an agent process serves for one shim connection; closed when the connection ends. */
 public interface AgentSession extends AutoCloseable {
 
     Agent agent();
+
+    /** Where the mount's written files go; null for a mount that writes nothing. */
+    Uploads uploads();
 
     /** Where the mount's staging region is, for the shim to map. */
     StagingRegionSpec layout();

@@ -1,6 +1,9 @@
 package io.os2g.link;
 
+import io.os2g.Errno;
 import io.os2g.agent.Agent;
+import io.os2g.agent.Uploads;
+import io.os2g.staging.ReservedPages;
 import io.os2g.staging.StagingView;
 import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
@@ -9,11 +12,63 @@ import java.util.concurrent.CompletableFuture;
 public final class InProcessLink implements AgentLink {
 
     private final Agent agent;
+    private final Uploads uploads;
     private final StagingView staging;
 
-    public InProcessLink(Agent agent, StagingView staging) {
+    /** @param uploads where written files go; null for a read-only mount */
+    public InProcessLink(Agent agent, Uploads uploads, StagingView staging) {
         this.agent = agent;
+        this.uploads = uploads;
         this.staging = staging;
+    }
+
+    private Uploads uploads() {
+        if (uploads == null) {
+            throw new LinkException(Errno.EROFS, "this mount takes no writes");
+        }
+        return uploads;
+    }
+
+    @Override
+    public long beginWrite(String key) {
+        return uploads().begin(key);
+    }
+
+    @Override
+    public ReservedPages nextPart(long upload, int number) {
+        return uploads().nextPart(upload, number);
+    }
+
+    @Override
+    public void partWritten(long upload, int number, int length) {
+        uploads().partWritten(upload, number, length);
+    }
+
+    @Override
+    public void flushWrite(long upload) {
+        uploads().flush(upload);
+    }
+
+    @Override
+    public PublishedObject finishWrite(long upload, int lastPart, int lastLength) {
+        return PublishedObject.of(uploads().finish(upload, lastPart, lastLength));
+    }
+
+    @Override
+    public void abortWrite(long upload) {
+        if (uploads != null) {
+            uploads.abort(upload);
+        }
+    }
+
+    @Override
+    public void deleteObject(String key) {
+        uploads().delete(key);
+    }
+
+    @Override
+    public PublishedObject moveObject(String from, String to, long size) {
+        return PublishedObject.of(uploads().move(from, to, size));
     }
 
     @Override
@@ -53,6 +108,9 @@ public final class InProcessLink implements AgentLink {
 
     @Override
     public void close() {
+        if (uploads != null) {
+            uploads.close(); // files still being written are aborted: none was closed
+        }
         agent.close();
     }
 }

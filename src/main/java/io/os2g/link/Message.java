@@ -1,6 +1,8 @@
 package io.os2g.link;
 
+import io.os2g.staging.ReservedPages;
 import io.os2g.store.Listing;
+import io.os2g.store.ObjectSummary;
 
 /** The messages of the split-mode protocol; each travels in one frame with a request id. */
 sealed interface Message {
@@ -58,6 +60,47 @@ sealed interface Message {
     }
 
     record Stats() implements Message {
+    }
+
+    /** Start a file written through the mount, to be published as {@code key}; answered Began. */
+    record BeginWrite(String key) implements Message {
+    }
+
+    record Began(long upload) implements Message {
+    }
+
+    /** Staging pages for part {@code number} of an upload; answered PartPages once there is room. */
+    record NextPart(long upload, int number) implements Message {
+    }
+
+    record PartPages(ReservedPages pages) implements Message {
+    }
+
+    /** Part {@code number} holds {@code length} bytes: upload it. No answer (a failure shows at the next call). */
+    record PartWritten(long upload, int number, int length) implements Message {
+    }
+
+    /** Wait for every part written so far (fsync); answered Done or Failed. */
+    record FlushWrite(long upload) implements Message {
+    }
+
+    /** Upload the last part and publish; answered Published or Failed. */
+    record FinishWrite(long upload, int lastPart, int lastLength) implements Message {
+    }
+
+    record Published(ObjectSummary object) implements Message {
+    }
+
+    /** Drop a file being written; no answer. */
+    record AbortWrite(long upload) implements Message {
+    }
+
+    /** Delete a key; answered Done or Failed. */
+    record DeleteObject(String key) implements Message {
+    }
+
+    /** Rename an object (copy, then delete); answered Published or Failed. */
+    record MoveObject(String from, String to, long size) implements Message {
     }
 
     record StatsReply(String json) implements Message {

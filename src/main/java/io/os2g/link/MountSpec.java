@@ -8,8 +8,9 @@ package io.os2g.link;
  * @param expandTar show each {@code NAME.tar} object also as a directory {@code NAME.tar.d/} of its members
  * @param decompress show each {@code NAME.gz} and {@code NAME.zst} object also as {@code NAME}, decompressed
  * @param gpuDevice the CUDA device to register the staging region with; -1 for the agent's default
+ * @param writes whether files are written through the mount (the agent uploads them)
  */
 public record MountSpec(String bucket, String prefix, long stagingSize, long chunkSize, long maxReadahead,
                         int dirPrefetch, long metadataTtlSeconds, boolean expandTar,
-                        boolean decompress, int gpuDevice) {
+                        boolean decompress, int gpuDevice, boolean writes) {
 }

@@ -1,6 +1,7 @@
 package io.os2g.link;
 
 import io.os2g.Errno;
+import io.os2g.staging.ReservedPages;
 import io.os2g.staging.StagingConfig;
 import io.os2g.staging.StagingView;
 import io.os2g.store.Listing;
@@ -32,6 +33,11 @@ public final class SocketLink implements AgentLink {
 
     private static final Logger LOG = LoggerFactory.getLogger(SocketLink.class);
     private static final Duration RECONNECT_EVERY = Duration.ofSeconds(1);
+    /**
+     * How long a write waits for the agent: room for its next part while the store is behind, or the
+     * upload of its last parts at close. The agent gives up first (its store retries run out).
+     */
+    private static final Duration WRITE_DEADLINE = Duration.ofMinutes(10);
     /** Hinted inodes remembered at most (the agent keeps as many hinted files waiting). */
     private static final int MAX_HINTED = 1 << 18;
 
@@ -82,17 +88,22 @@ public final class SocketLink implements AgentLink {
         }
 
         Message call(Message request) {
+            return call(request, deadline);
+        }
+
+        /** Sends {@code request} and waits up to {@code within} for its answer. */
+        Message call(Message request, Duration within) {
             long id = ids.getAndIncrement();
             CompletableFuture<Message> reply = new CompletableFuture<>();
             pending.put(id, reply);
             try {
                 wire.send(id, request);
-                return reply.get(deadline.toNanos(), TimeUnit.NANOSECONDS);
+                return reply.get(within.toNanos(), TimeUnit.NANOSECONDS);
             } catch (IOException e) {
                 lost(this, e);
                 throw new LinkException(Errno.EIO, "agent connection lost: " + e.getMessage());
             } catch (TimeoutException e) {
-                throw new LinkException(Errno.EIO, "the agent did not answer within " + deadline.toMillis() + " ms");
+                throw new LinkException(Errno.EIO, "the agent did not answer within " + within.toMillis() + " ms");
             } catch (ExecutionException e) {
                 throw e.getCause() instanceof LinkException le ? le : new LinkException(Errno.EIO, String.valueOf(e.getCause()));
             } catch (InterruptedException e) {
@@ -159,7 +170,7 @@ public final class SocketLink implements AgentLink {
             }
             StagingRegionSpec l = welcome.layout();
             StagingView view = StagingView.attach(new StagingConfig(Path.of(l.directory()), l.capacity(), l.pageSize(),
-                    l.segmentSize(), deadline));
+                    l.segmentSize(), deadline), spec.writes());
             Connection connection = new Connection(channel, wire, view, Path.of(l.directory()));
             // a platform thread blocks in read(2) itself: on a virtual one every wait for an answer is a
             // trip through the JDK's poller, which cost the shim more CPU than the answers themselves
@@ -250,6 +261,90 @@ public final class SocketLink implements AgentLink {
             case Message.Failed failed -> throw new LinkException(failed.errno(), failed.message());
             default -> throw new LinkException(Errno.EIO, "unexpected answer to a listing: " + reply);
         };
+    }
+
+    @Override
+    public long beginWrite(String key) {
+        return switch (connection().call(new Message.BeginWrite(key))) {
+            case Message.Began began -> began.upload();
+            case Message.Failed failed -> throw new LinkException(failed.errno(), failed.message());
+            case Message other -> throw new LinkException(Errno.EIO, "unexpected answer to a write: " + other);
+        };
+    }
+
+    @Override
+    public ReservedPages nextPart(long upload, int number) {
+        return switch (connection().call(new Message.NextPart(upload, number), WRITE_DEADLINE)) {
+            case Message.PartPages pages -> pages.pages();
+            case Message.Failed failed -> throw new LinkException(failed.errno(), failed.message());
+            case Message other -> throw new LinkException(Errno.EIO, "unexpected answer to a write: " + other);
+        };
+    }
+
+    @Override
+    public void partWritten(long upload, int number, int length) {
+        send(new Message.PartWritten(upload, number, length));
+    }
+
+    @Override
+    public void flushWrite(long upload) {
+        switch (connection().call(new Message.FlushWrite(upload), WRITE_DEADLINE)) {
+            case Message.Done done -> {
+            }
+            case Message.Failed failed -> throw new LinkException(failed.errno(), failed.message());
+            case Message other -> throw new LinkException(Errno.EIO, "unexpected answer to fsync: " + other);
+        }
+    }
+
+    @Override
+    public PublishedObject finishWrite(long upload, int lastPart, int lastLength) {
+        return published(connection().call(new Message.FinishWrite(upload, lastPart, lastLength), WRITE_DEADLINE));
+    }
+
+    @Override
+    public void abortWrite(long upload) {
+        Connection connection = current;
+        if (connection != null) {
+            try {
+                connection.wire.send(ids.getAndIncrement(), new Message.AbortWrite(upload));
+            } catch (IOException e) {
+                lost(connection, e); // the agent's end aborts what the session held
+            }
+        }
+    }
+
+    @Override
+    public void deleteObject(String key) {
+        switch (connection().call(new Message.DeleteObject(key), WRITE_DEADLINE)) {
+            case Message.Done done -> {
+            }
+            case Message.Failed failed -> throw new LinkException(failed.errno(), failed.message());
+            case Message other -> throw new LinkException(Errno.EIO, "unexpected answer to a delete: " + other);
+        }
+    }
+
+    @Override
+    public PublishedObject moveObject(String from, String to, long size) {
+        return published(connection().call(new Message.MoveObject(from, to, size), WRITE_DEADLINE));
+    }
+
+    private static PublishedObject published(Message answer) {
+        return switch (answer) {
+            case Message.Published published -> PublishedObject.of(published.object());
+            case Message.Failed failed -> throw new LinkException(failed.errno(), failed.message());
+            case Message other -> throw new LinkException(Errno.EIO, "unexpected answer to a write: " + other);
+        };
+    }
+
+    /** Sends a message that has no answer. */
+    private void send(Message message) {
+        Connection connection = connection();
+        try {
+            connection.wire.send(ids.getAndIncrement(), message);
+        } catch (IOException e) {
+            lost(connection, e);
+            throw new LinkException(Errno.EIO, "agent connection lost: " + e.getMessage());
+        }
     }
 
     /** The agent's counters for this mount, as a JSON object. */

@@ -1,5 +1,8 @@
 package io.os2g.link;
 
+import io.os2g.staging.ReservedPages;
+import io.os2g.store.ObjectSummary;
+
 import io.os2g.store.Listing;
 import io.os2g.store.ObjectSummary;
 import java.io.ByteArrayOutputStream;
@@ -25,7 +28,7 @@ final class Wire {
     /** "OS2G": the first bytes of a hello, so a stranger on the socket is told apart from an old version. */
     static final int MAGIC = 0x4f533247;
     /** Bumped whenever a message changes; both ends must agree. */
-    static final int VERSION = 7;
+    static final int VERSION = 8;
     private static final int MAX_FRAME = 256 << 20;
     static final long SOON_MILLIS = 2;
     /**
@@ -243,6 +246,17 @@ final class Wire {
             case Message.Lend l -> 15;
             case Message.ReplyToRead a -> 16;
             case Message.ReadReplied a -> 17;
+            case Message.BeginWrite b -> 18;
+            case Message.Began b -> 19;
+            case Message.NextPart n -> 20;
+            case Message.PartPages p -> 21;
+            case Message.PartWritten p -> 22;
+            case Message.FlushWrite f -> 23;
+            case Message.FinishWrite f -> 24;
+            case Message.Published p -> 25;
+            case Message.AbortWrite a -> 26;
+            case Message.DeleteObject d -> 27;
+            case Message.MoveObject mo -> 28;
         };
     }
 
@@ -283,6 +297,32 @@ final class Wire {
             }
             case Message.StatsReply s -> string(o, s.json());
             case Message.Prefetch p -> prefetch(o, p.request());
+            case Message.BeginWrite b -> string(o, b.key());
+            case Message.Began b -> o.writeLong(b.upload());
+            case Message.NextPart n -> {
+                o.writeLong(n.upload());
+                o.writeInt(n.number());
+            }
+            case Message.PartPages p -> partPages(o, p.pages());
+            case Message.PartWritten p -> {
+                o.writeLong(p.upload());
+                o.writeInt(p.number());
+                o.writeInt(p.length());
+            }
+            case Message.FlushWrite f -> o.writeLong(f.upload());
+            case Message.FinishWrite f -> {
+                o.writeLong(f.upload());
+                o.writeInt(f.lastPart());
+                o.writeInt(f.lastLength());
+            }
+            case Message.Published p -> summary(o, p.object());
+            case Message.AbortWrite a -> o.writeLong(a.upload());
+            case Message.DeleteObject d -> string(o, d.key());
+            case Message.MoveObject mo -> {
+                string(o, mo.from());
+                string(o, mo.to());
+                o.writeLong(mo.size());
+            }
         }
     }
 
@@ -304,6 +344,17 @@ final class Wire {
             case 15 -> new Message.Lend();
             case 16 -> new Message.ReplyToRead(readRequest(i), i.readLong());
             case 17 -> new Message.ReadReplied(i.readLong(), i.readInt(), i.readInt());
+            case 18 -> new Message.BeginWrite(string(i));
+            case 19 -> new Message.Began(i.readLong());
+            case 20 -> new Message.NextPart(i.readLong(), i.readInt());
+            case 21 -> new Message.PartPages(partPages(i));
+            case 22 -> new Message.PartWritten(i.readLong(), i.readInt(), i.readInt());
+            case 23 -> new Message.FlushWrite(i.readLong());
+            case 24 -> new Message.FinishWrite(i.readLong(), i.readInt(), i.readInt());
+            case 25 -> new Message.Published(summary(i));
+            case 26 -> new Message.AbortWrite(i.readLong());
+            case 27 -> new Message.DeleteObject(string(i));
+            case 28 -> new Message.MoveObject(string(i), string(i), i.readLong());
             default -> throw new IOException("unknown message type " + type);
         };
     }
@@ -325,6 +376,7 @@ final class Wire {
         o.writeBoolean(s.expandTar());
         o.writeBoolean(s.decompress());
         o.writeInt(s.gpuDevice());
+        o.writeBoolean(s.writes());
     }
 
     private static Message.Hello hello(DataInputStream i) throws IOException {
@@ -337,7 +389,7 @@ final class Wire {
             return new Message.Hello(version, null); // the rest is another version's: not read
         }
         return new Message.Hello(version, new MountSpec(string(i), string(i), i.readLong(), i.readLong(),
-                i.readLong(), i.readInt(), i.readLong(), i.readBoolean(), i.readBoolean(), i.readInt()));
+                i.readLong(), i.readInt(), i.readLong(), i.readBoolean(), i.readBoolean(), i.readInt(), i.readBoolean()));
     }
 
     private static void layout(DataOutputStream o, StagingRegionSpec l) throws IOException {
@@ -399,6 +451,41 @@ final class Wire {
             files.add(openRequest(i));
         }
         return new PrefetchRequest(files, replace, warm);
+    }
+
+    private static void partPages(DataOutputStream o, ReservedPages p) throws IOException {
+        o.writeInt(p.number());
+        o.writeInt(p.capacity());
+        o.writeInt(p.pages().length);
+        for (int page : p.pages()) {
+            o.writeInt(page);
+        }
+    }
+
+    private static ReservedPages partPages(DataInputStream i) throws IOException {
+        int number = i.readInt();
+        int capacity = i.readInt();
+        int[] pages = new int[count(i)];
+        for (int k = 0; k < pages.length; k++) {
+            pages[k] = i.readInt();
+        }
+        return new ReservedPages(number, pages, capacity);
+    }
+
+    private static void summary(DataOutputStream o, ObjectSummary s) throws IOException {
+        string(o, s.key());
+        o.writeLong(s.size());
+        string(o, s.etag());
+        o.writeLong(s.lastModifiedMillis());
+    }
+
+    private static ObjectSummary summary(DataInputStream i) throws IOException {
+        String key = string(i);
+        long size = i.readLong();
+        if (size < 0) {
+            throw new IOException("negative object size " + size);
+        }
+        return new ObjectSummary(key, size, string(i), i.readLong());
     }
 
     private static void readRequest(DataOutputStream o, ReadRequest r) throws IOException {

@@ -6,7 +6,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
-/** The shim's read counters; cheap to bump from many FUSE threads at once. */
+/** The shim's counters of reads and writes; cheap to bump from many FUSE threads at once. */
 public final class ReadMetrics {
     private final LongAdder bytesServed = new LongAdder();
     private final LongAdder bytesSpliced = new LongAdder();
@@ -20,6 +20,51 @@ public final class ReadMetrics {
     private final LongAdder passthroughOpens = new LongAdder();
     private final LongAdder hintsAccepted = new LongAdder();
     private final LongAdder hintsRejected = new LongAdder();
+    private final LongAdder filesWriting = new LongAdder();
+    private final LongAdder bytesWritten = new LongAdder();
+    private final LongAdder filesPublished = new LongAdder();
+    private final LongAdder bytesPublished = new LongAdder();
+    private final LongAdder writesAborted = new LongAdder();
+
+    /** Files open for writing, up or down. */
+    public void writeOpened(int delta) {
+        filesWriting.add(delta);
+    }
+
+    public void written(long bytes) {
+        bytesWritten.add(bytes);
+    }
+
+    /** A written file was published (its object is in the bucket). */
+    public void published(long bytes) {
+        filesPublished.increment();
+        bytesPublished.add(bytes);
+    }
+
+    /** A file being written was dropped: its writer was killed, or a write failed. */
+    public void writeAborted() {
+        writesAborted.increment();
+    }
+
+    public long filesWriting() {
+        return filesWriting.sum();
+    }
+
+    public long bytesWritten() {
+        return bytesWritten.sum();
+    }
+
+    public long filesPublished() {
+        return filesPublished.sum();
+    }
+
+    public long bytesPublished() {
+        return bytesPublished.sum();
+    }
+
+    public long writesAborted() {
+        return writesAborted.sum();
+    }
 
     public void served(long bytes) {
         reads.increment();

@@ -5,6 +5,7 @@ import io.os2g.agent.Agent;
 import io.os2g.agent.AgentConfig;
 import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
+import io.os2g.agent.Uploads;
 import io.os2g.agentreplies.AgentReplier;
 import io.os2g.link.AgentSession;
 import io.os2g.link.KernelReplier;
@@ -90,7 +91,8 @@ final class AgentSessions implements AgentSession.Factory {
         String source = spec.bucket() + "/" + spec.prefix();
         StagingConfig staging = StagingConfig.of(parent.path().resolve(name), spec.stagingSize(), readDeadline);
         Preflight.stagingFits(staging);
-        MinioObjectStore client = Preflight.openStore(storeOf.apply(spec.bucket()));
+        StoreConfig storeConfig = storeOf.apply(spec.bucket());
+        MinioObjectStore client = Preflight.openStore(storeConfig);
         StagingRegion region = null;
         GpuRegistration gpu = null;
         try {
@@ -109,7 +111,8 @@ final class AgentSessions implements AgentSession.Factory {
                     spec.maxReadahead(), maxFetches, spec.dirPrefetch());
             client.observeGets(getSeconds.labelValues(name, source)::observe);
             Agent agent = new Agent(objects, index, config, namespace, disk, client.endpoint() + " " + spec.bucket());
-            Session session = new Session(name, source, agent, client, tars, decompressed, region, gpu, index, namespace,
+            Uploads uploads = spec.writes() ? new Uploads(client, index, storeConfig.retry().deadline().plus(readDeadline)) : null;
+            Session session = new Session(name, source, agent, uploads, client, tars, decompressed, region, gpu, index, namespace,
                     replier(agent, index, staging.directory()));
             live.put(name, session);
             return session;
@@ -139,6 +142,7 @@ final class AgentSessions implements AgentSession.Factory {
         private final String name;
         private final String source;
         private final Agent agent;
+        private final Uploads uploads;
         private final MinioObjectStore store;
         private final TarExpandingStore tars;
         private final DecompressedStore decompressed;
@@ -148,7 +152,7 @@ final class AgentSessions implements AgentSession.Factory {
         private final Namespace namespace;
         private final KernelReplier replier;
 
-        Session(String name, String source, Agent agent, MinioObjectStore store, TarExpandingStore tars,
+        Session(String name, String source, Agent agent, Uploads uploads, MinioObjectStore store, TarExpandingStore tars,
                 DecompressedStore decompressed, StagingRegion region, GpuRegistration gpu, ExtentIndex index, Namespace namespace,
                 KernelReplier replier) {
             this.replier = replier;
@@ -156,6 +160,7 @@ final class AgentSessions implements AgentSession.Factory {
             this.name = name;
             this.source = source;
             this.agent = agent;
+            this.uploads = uploads;
             this.store = store;
             this.tars = tars;
             this.decompressed = decompressed;
@@ -167,6 +172,11 @@ final class AgentSessions implements AgentSession.Factory {
         @Override
         public Agent agent() {
             return agent;
+        }
+
+        @Override
+        public Uploads uploads() {
+            return uploads;
         }
 
         @Override
@@ -182,7 +192,7 @@ final class AgentSessions implements AgentSession.Factory {
 
         @Override
         public String statsJson() {
-            Map<String, Object> agentPart = GatewayStats.agent(store, tars, decompressed, agent, index);
+            Map<String, Object> agentPart = GatewayStats.agent(store, tars, decompressed, agent, index, uploads);
             agentPart.put("cpu_seconds", Stats.processCpuSeconds());
             if (gpu != null) {
                 agentPart.put("gpu", CudaDevices.stats(gpu));
@@ -197,6 +207,9 @@ final class AgentSessions implements AgentSession.Factory {
             }
             live.remove(name);
             getSeconds.remove(name, source);
+            if (uploads != null) {
+                uploads.close(); // the shim is gone: what it was writing is aborted
+            }
             agent.close();
             namespace.close();
             (decompressed != null ? decompressed : store).close(); // closes its decoders, then the store

@@ -3,6 +3,7 @@ package io.os2g.runtime;
 import io.os2g.agent.Agent;
 import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
+import io.os2g.agent.Uploads;
 import io.os2g.agentreplies.FuseDeviceLender;
 import io.os2g.diskcache.DiskCache;
 import io.os2g.host.FuseMount;
@@ -125,7 +126,7 @@ public final class Gateway implements AutoCloseable {
             link = SocketLink.connect(config.agentSocket(), new MountSpec(config.bucket(), config.prefix(),
                     config.staging().capacity(), config.agent().chunkSize(), config.agent().maxReadahead(),
                     config.agent().directoryPrefetch(), config.metadataTtl() == null ? -1 : config.metadataTtl().toSeconds(),
-                    config.expandTar(), config.decompress(), config.gpuDevice()),
+                    config.expandTar(), config.decompress(), config.gpuDevice(), config.fs().writes().newFiles()),
                     config.fs().readDeadline());
         } catch (LinkException e) {
             throw new UsageError(e.getMessage());
@@ -147,12 +148,14 @@ public final class Gateway implements AutoCloseable {
             ObjectStore objects = decompressed != null ? decompressed : tars != null ? tars : store;
             Namespace namespace = new Namespace(objects, config.prefix(), config.metadataTtl());
             Agent agent = new Agent(objects, index, config.agent(), namespace, disk, store.endpoint() + " " + config.bucket());
+            Uploads uploads = config.fs().writes().newFiles()
+                    ? new Uploads(store, index, config.store().retry().deadline().plus(config.fs().readDeadline())) : null;
             Histogram getSeconds = PrometheusMetrics.getSeconds();
             store.observeGets(getSeconds::observe);
             Backend backend = new Backend() {
                 @Override
                 public Map<String, Object> stats() {
-                    Map<String, Object> stats = GatewayStats.agent(store, tars, decompressed, agent, index);
+                    Map<String, Object> stats = GatewayStats.agent(store, tars, decompressed, agent, index, uploads);
                     if (registered != null) {
                         stats.put("gpu", CudaDevices.stats(registered));
                     }
@@ -182,7 +185,7 @@ public final class Gateway implements AutoCloseable {
                     return store.getCount() + " GETs, " + store.retryCount() + " retries, " + agent.prefetchedFiles() + " files prefetched";
                 }
             };
-            gateway = new Gateway(config, namespace, new InProcessLink(agent, index.view()), backend, new ReadMetrics(), getSeconds);
+            gateway = new Gateway(config, namespace, new InProcessLink(agent, uploads, index.view()), backend, new ReadMetrics(), getSeconds);
         } catch (RuntimeException e) {
             if (gpu != null) {
                 gpu.close();

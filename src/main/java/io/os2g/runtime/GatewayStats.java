@@ -3,6 +3,7 @@ package io.os2g.runtime;
 import io.os2g.agent.Agent;
 import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
+import io.os2g.agent.Uploads;
 import io.os2g.diskcache.DiskCache;
 import io.os2g.metrics.AgentCounters;
 import io.os2g.metrics.ReadMetrics;
@@ -23,7 +24,7 @@ final class GatewayStats {
 
     /** The agent's part of the document: its store's requests, its fetches and prefetching, its staging region. */
     static Map<String, Object> agent(MinioObjectStore store, TarExpandingStore tars, DecompressedStore decompressed,
-                                     Agent agent, ExtentIndex index) {
+                                     Agent agent, ExtentIndex index, Uploads uploads) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("gets", store.getCount());
         m.put("retries", store.retryCount());
@@ -35,6 +36,9 @@ final class GatewayStats {
         m.put("staging", staging(index));
         if (agent.diskCache() != null) {
             m.put("disk_cache", diskCache(agent));
+        }
+        if (uploads != null) {
+            m.put("uploads", uploads(uploads, index));
         }
         if (tars != null) {
             m.put("tar", tars.stats());
@@ -71,6 +75,17 @@ final class GatewayStats {
         return m;
     }
 
+    private static Map<String, Object> uploads(Uploads uploads, ExtentIndex index) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("files_writing", uploads.active());
+        m.put("files_published", uploads.filesPublished());
+        m.put("bytes_uploaded", uploads.bytesUploaded());
+        m.put("parts_uploaded", uploads.partsUploaded());
+        m.put("aborted", uploads.uploadsAborted());
+        m.put("staged_bytes", index.uploadBytes());
+        return m;
+    }
+
     private static Map<String, Object> staging(ExtentIndex index) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("capacity_bytes", index.capacityBytes());
@@ -102,6 +117,13 @@ final class GatewayStats {
         doc.put("errors", metrics.errors());
         doc.put("errors_by_errno", metrics.errorsByErrno());
         doc.put("hint_lines", Map.of("accepted", metrics.hintsAccepted(), "rejected", metrics.hintsRejected()));
+        Map<String, Object> writes = new LinkedHashMap<>();
+        writes.put("files_writing", metrics.filesWriting());
+        writes.put("bytes_written", metrics.bytesWritten());
+        writes.put("files_published", metrics.filesPublished());
+        writes.put("bytes_published", metrics.bytesPublished());
+        writes.put("aborted", metrics.writesAborted());
+        doc.put("writes", writes);
         Map<String, Object> process = new LinkedHashMap<>();
         process.put("cpu_seconds", cpu);
         process.put("cpu_seconds_per_gib", Stats.perGib(cpu, metrics.bytesServed()));

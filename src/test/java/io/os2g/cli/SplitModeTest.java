@@ -84,7 +84,7 @@ class SplitModeTest {
     }
 
     private SocketLink connect(String bucket) {
-        return SocketLink.connect(socket, new MountSpec(bucket, "", 4L << 20, CHUNK, 1 << 20, 0, 60, false, false, -1), Duration.ofSeconds(10));
+        return SocketLink.connect(socket, new MountSpec(bucket, "", 4L << 20, CHUNK, 1 << 20, 0, 60, false, false, -1, false), Duration.ofSeconds(10));
     }
 
     private static byte[] readStaged(StagingView view, long inode, long chunk, String etag) {

@@ -67,8 +67,13 @@ public final class FakeKernel implements AutoCloseable {
 
     /** Sends one request: fuse_in_header (uid, gid, pid 0) and {@code body}. */
     public void send(int opcode, long unique, long node, byte[] body) {
+        send(opcode, unique, node, 0, body);
+    }
+
+    /** Sends one request from thread {@code pid}. */
+    public void send(int opcode, long unique, long node, int pid, byte[] body) {
         ByteBuffer b = ByteBuffer.allocate(40 + body.length).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(40 + body.length).putInt(opcode).putLong(unique).putLong(node).putInt(0).putInt(0).putInt(0).putInt(0);
+        b.putInt(40 + body.length).putInt(opcode).putLong(unique).putLong(node).putInt(0).putInt(0).putInt(pid).putInt(0);
         b.put(body);
         sendRaw(b.array());
     }
@@ -157,6 +162,16 @@ public final class FakeKernel implements AutoCloseable {
             b.putLong(v);
         }
         return b.array();
+    }
+
+    /** {@code head} followed by each name with its NUL. */
+    static byte[] withNames(byte[] head, String... names) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        out.writeBytes(head);
+        for (String n : names) {
+            out.writeBytes(name(n));
+        }
+        return out.toByteArray();
     }
 
     static byte[] name(String name) {

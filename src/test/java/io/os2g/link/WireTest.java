@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 class WireTest {
 
     private static final List<Message> EVERY_KIND = List.of(
-            new Message.Hello(Wire.VERSION, new MountSpec("bkt", "train/", 1L << 30, 8 << 20, 64 << 20, 256, -1, true, false, 2)),
+            new Message.Hello(Wire.VERSION, new MountSpec("bkt", "train/", 1L << 30, 8 << 20, 64 << 20, 256, -1, true, false, 2, true)),
             new Message.Welcome(new StagingRegionSpec("/dev/shm/os2g/a/mount-1", 1L << 30, 65536, 64L << 20)),
             new Message.Refused("bucket bkt does not exist"),
             new Message.ListPrefix("train/cat/"),
@@ -37,7 +37,18 @@ class WireTest {
             new Message.StatsReply("{\"gets\": 1}"),
             new Message.Prefetch(new PrefetchRequest(List.of(new OpenRequest(42, "train/a.jpg", "etag", 125_000),
                     new OpenRequest(-3, "train/ü/b.jpg", "", 0)), true, false)),
-            new Message.Prefetch(new PrefetchRequest(List.of(), false, true)));
+            new Message.Prefetch(new PrefetchRequest(List.of(), false, true)),
+            new Message.BeginWrite("ckpt/ü step-9.pt"),
+            new Message.Began(3),
+            new Message.NextPart(3, 10_000),
+            new Message.PartPages(new io.os2g.staging.ReservedPages(2, new int[] {7, 8, 9, 4096}, 8 << 20)),
+            new Message.PartWritten(3, 2, 8 << 20),
+            new Message.FlushWrite(3),
+            new Message.FinishWrite(3, 5, 12345),
+            new Message.Published(new ObjectSummary("ckpt/a.pt", 5L << 30, "abc-2", 1700000000000L)),
+            new Message.AbortWrite(3),
+            new Message.DeleteObject("ckpt/old.pt"),
+            new Message.MoveObject("dcp/.metadata.tmp", "dcp/.metadata", 1234));
 
     @Test
     void everyMessageComesBackAsItWasSentInOrder() throws IOException {
@@ -240,10 +251,31 @@ class WireTest {
     }
 
     @Test
+    void aWriteAnswerThatLiesAboutItsSizesIsRefusedNotBelieved() throws IOException {
+        // PartPages claiming more pages than the frame holds, and a Published object of negative size
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        java.io.DataOutputStream frame = new java.io.DataOutputStream(bytes);
+        frame.writeInt(9 + 12);
+        frame.writeByte(21);
+        frame.writeLong(1);
+        frame.writeInt(1);
+        frame.writeInt(8 << 20);
+        frame.writeInt(-5);
+        assertThrows(IOException.class, () -> new Wire(new ByteArrayInputStream(bytes.toByteArray()), new ByteArrayOutputStream()).receive());
+
+        ByteArrayOutputStream sent = new ByteArrayOutputStream();
+        new Wire(new ByteArrayInputStream(new byte[0]), sent).send(2, new Message.Published(new ObjectSummary("k", 1, "e", 0)));
+        byte[] published = sent.toByteArray();
+        // the size follows the key's length (4 bytes) and the key: set its top bit
+        published[4 + 1 + 8 + 4 + 1] = (byte) 0x80;
+        assertThrows(IOException.class, () -> new Wire(new ByteArrayInputStream(published), new ByteArrayOutputStream()).receive());
+    }
+
+    @Test
     void aHelloOfAnotherVersionIsReadAsSuchWithoutItsBody() throws IOException {
         ByteArrayOutputStream sent = new ByteArrayOutputStream();
         new Wire(new ByteArrayInputStream(new byte[0]), sent).send(0, new Message.Hello(Wire.VERSION + 1,
-                new MountSpec("b", "", 1, 1, 1, 0, 0, false, true, -1)));
+                new MountSpec("b", "", 1, 1, 1, 0, 0, false, true, -1, false)));
         Message.Hello hello = (Message.Hello) new Wire(new ByteArrayInputStream(sent.toByteArray()), new ByteArrayOutputStream())
                 .receive().message();
         assertEquals(Wire.VERSION + 1, hello.version());
