@@ -18,6 +18,9 @@ another answers as S3 does (a HEAD 301, anything else 400 AuthorizationHeaderMal
 region in x-amz-bucket-region). As a forward proxy (HTTP_PROXY), it takes absolute-form requests
 (`GET http://host/...`) too and counts them in `forwarded`. `host="::1"` listens on IPv6 loopback.
 
+`refuse_unsigned = True` makes it stand for a store that takes no unsigned payloads: a PUT signed
+UNSIGNED-PAYLOAD is answered 501 NotImplemented (counted in `refused_unsigned`).
+
 `gate_tokens(valid, access_key, secret_key)` makes the proxy stand for a store that takes temporary
 credentials (the S3 server behind it does not): a request signed with a session token is answered 400
 ExpiredToken unless `valid(access_key, token)`, and is otherwise sent on without the token, signed again
@@ -85,6 +88,9 @@ class FaultProxy:
         self.server = None
         self.port = 0
         self.token_gate = None
+        # a store that takes no unsigned payloads: a PUT signed UNSIGNED-PAYLOAD is answered 501 NotImplemented
+        self.refuse_unsigned = False
+        self.refused_unsigned = 0
         self.gated = 0
         self.accept()
 
@@ -198,6 +204,10 @@ class ProxyHandler(BaseHTTPRequestHandler):
             with self.owner.lock:
                 self.owner.misdirected += 1
             return self.answer_wrong_region()
+        if self.owner.refuse_unsigned and self.command == "PUT" and self.headers.get("x-amz-content-sha256") == "UNSIGNED-PAYLOAD":
+            with self.owner.lock:
+                self.owner.refused_unsigned += 1
+            return self.answer_error(Fault("status", status=501, code="NotImplemented"))
         fault = self.owner.take(self.command, self.path)
         if fault and fault.kind == "status":
             return self.answer_error(fault)

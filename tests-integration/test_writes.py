@@ -286,6 +286,27 @@ def test_a_part_that_never_uploads_fails_the_close_with_eio_and_leaves_nothing(f
     Tally.add("persistent upload faults ending in EIO")
 
 
+def test_a_store_that_takes_no_unsigned_payloads_gets_signed_uploads(store):
+    """Parts and small files go as streamed PUTs with an unsigned payload; a store that refuses those gets
+    the MinIO client's signed PUTs from the first refusal on, with the same bytes."""
+    bucket = store.bucket("it-writes-signed")
+    proxy = FaultProxy(store.endpoint)
+    proxy.refuse_unsigned = True
+    m = Mount(proxy, bucket, ["--allow-writes", "--staging-size", STAGING])
+    try:
+        body = payload(17 * MiB + 5, 31)
+        (m.path / "big.bin").write_bytes(body)
+        refused = proxy.refused_unsigned
+        assert 1 <= refused <= 3, "refused by the parts in flight at first"
+        (m.path / "small.bin").write_bytes(b"tiny")
+        assert proxy.refused_unsigned == refused, "then signed"
+        assert stored(store, bucket, "big.bin") == body and stored(store, bucket, "small.bin") == b"tiny"
+        assert "signed whole from now on" in m.output()
+    finally:
+        assert m.stop() == 0
+        proxy.close()
+
+
 def test_split_mode_writes_through_the_agent_with_no_credentials_in_the_shim(store):
     bucket = store.bucket("it-writes-split")
     work = Path(tempfile.mkdtemp(prefix="os2g-writes-split-"))

@@ -44,19 +44,23 @@ def drop_caches():
 class Target:
     """A way to present the bucket as a directory: a mount command, or the local copy."""
 
-    def __init__(self, name, flags, command, env=None, agent=None, cache_dir=None, direct=None):
+    def __init__(self, name, flags, command, env=None, agent=None, cache_dir=None, direct=None, writes=False):
         """agent: for os2g's split mode, the command of the agent process the mount connects to.
         cache_dir: a target of the disk cache workloads (the set larger than memory), whose disk cache is
         this directory, emptied before each workload (None: the other workloads' targets).
-        direct: no mount; the sequential and first-byte workloads GET from this endpoint with curl."""
+        direct: no mount; the sequential and first-byte workloads GET from this endpoint with curl.
+        writes: a target of the write workloads only (a mount that takes writes, or boto3's uploads)."""
         self.name, self.flags, self.command, self.env, self.agent = name, flags, command, env or {}, agent
         self.cache_dir = cache_dir
         self.direct = direct
+        self.writes = writes
         self.agent_proc = None
 
     def runs(self, label):
-        """Whether this target runs workload `label`: the *-cache ones on the local copy and the disk cache
-        targets, the others on the rest."""
+        """Whether this target runs workload `label`: the write ones on the write targets only, the *-cache
+        ones on the local copy and the disk cache targets, the others on the rest."""
+        if self.writes or label in WRITE_WORKLOADS:
+            return self.writes and label in WRITE_WORKLOADS
         if self.direct:
             return label in DIRECT_WORKLOADS
         return self.command is None or (self.cache_dir is not None) == label.endswith("-cache")
@@ -155,6 +159,7 @@ def targets(endpoint, data, work, quick):
                           "--cache-dir", str(work / "rclone-cache"), "--dir-cache-time", "1h", "--attr-timeout", "1h",
                           "--buffer-size", "32M"], rclone_env),
         *cache_targets(str(ROOT / "os2g"), endpoint, work, creds, s3fs_base, rclone_env),
+        *write_targets(str(ROOT / "os2g"), endpoint, work, creds, s3fs_base, rclone_env),
         # the store's own speed from this machine: parallel ranged GETs with curl, no file system
         Target("direct", "curl, 8 ranged GETs of 8 MiB in flight (no mount)", None, direct=endpoint),
         Target("local", "local copy, run last (the ceiling)", None),
@@ -163,12 +168,37 @@ def targets(endpoint, data, work, quick):
     if baseline:  # another build's checkout, for before/after rounds: os2g-base, os2g-split-base
         all_targets[1:1] = os2g_targets(str(Path(baseline) / "os2g"), "-base", endpoint, work, creds)
     if quick:
-        return [t for t in all_targets if t.flags == "default" or t.name.startswith("os2g-split") or t.name in ("local", "direct")]
+        return [t for t in all_targets if t.flags == "default" or t.name.startswith("os2g-split") or t.name in ("local", "direct")
+                or t.writes]
     return all_targets
 
 
 # what the direct target (curl, no mount) runs: the reads a download tool does too
 DIRECT_WORKLOADS = ("seq-1", "seq-huge", "ttfb")
+
+# what the write targets run: a checkpoint file and a directory of shards written, timed until in the bucket
+WRITE_WORKLOADS = ("write-ckpt", "write-dir")
+
+
+def write_targets(launcher, endpoint, work, creds, s3fs_base, rclone_env):
+    """The targets of the write workloads: os2g in process and split with --allow-writes, the peers with
+    their write paths (s3fs uploads at close; rclone from its write cache after close), and boto3's own
+    multipart uploads with no file system."""
+    sock = f"unix:{work}/agent-writes.sock"
+    return [
+        Target("os2g", "--allow-writes", lambda m: [launcher, "mount", "bench", str(m), "--endpoint", endpoint, "--allow-writes"],
+               creds, writes=True),
+        Target("os2g-split", "--allow-writes; agent on core 1 (taskset -c 1, --cpus 1)",
+               lambda m: [launcher, "mount", "bench", str(m), "--agent", sock, "--allow-writes"], creds,
+               agent=[*(["taskset", "-c", "1"] if (os.cpu_count() or 1) > 1 else []), launcher, "agent",
+                      "--listen", sock, "--endpoint", endpoint, "--cpus", "1"], writes=True),
+        Target("s3fs", "default", lambda m: ["s3fs", "bench", str(m), "-f", "-o", s3fs_base], writes=True),
+        Target("rclone", "--vfs-cache-mode writes",
+               lambda m: ["rclone", "mount", ":s3:bench", str(m), "--vfs-cache-mode", "writes",
+                          "--cache-dir", str(work / "rclone-write-cache")], rclone_env, writes=True),
+        Target("direct", "boto3 upload_fileobj, 8 MiB parts, 8 threads per file (no mount)", None, direct=endpoint, writes=True),
+    ]
+
 
 # the staging region of the disk cache workloads: the ~630 MB of JPEGs is five times it
 CACHE_STAGING = "128M"
@@ -242,6 +272,10 @@ def workloads(quick):
         ("dataloader-cache", ["dataloader", "--epochs", "2", "--drop-between", *(["--limit", "600"] if quick else [])]),
         ("dataloader-hinted-cache", ["dataloader", "--hint", *(["--limit", "600"] if quick else [])]),
         ("small-4-cache", ["small", "--readers", "4", "--epochs", "2", "--drop-between", *small_limit]),
+        # writes (their own targets): a 2 GiB checkpoint written 1 MiB at a time, and 64 files of 32 MiB by
+        # 4 writers at once (a checkpoint directory of shards), each timed until every object is in the bucket
+        ("write-ckpt", ["write", "--files", "1", "--size", str((256 if quick else 2048) << 20), "--writers", "1"]),
+        ("write-dir", ["write", "--files", "16" if quick else "64", "--size", str(32 << 20), "--writers", "4"]),
     ]
 
 
@@ -308,7 +342,8 @@ def main():
                 try:
                     agent_cpu0 = cpu_seconds(agent_pid) if agent_pid else 0
                     r = subprocess.run([PY, str(HERE / "workloads.py"), str(root), str(pid), *args, "--server-pid", str(a.server_pid),
-                                        "--agent-pid", str(agent_pid), *(["--direct", target.direct] if target.direct else [])],
+                                        "--agent-pid", str(agent_pid), *(["--direct", target.direct] if target.direct else []),
+                                        *(["--endpoint", a.endpoint] if label in WRITE_WORKLOADS else [])],
                                        capture_output=True, text=True, timeout=WORKLOAD_TIMEOUT_S)
                     if r.returncode != 0:
                         row = {"error": r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"}

@@ -38,6 +38,8 @@ WORKLOADS = OrderedDict([
     ("dataloader-cache", ("Larger than memory: the DataLoader over the ~630 MB of JPEGs with a 128 MiB staging region, page cache dropped before each epoch, disk caches emptied first", "samples_per_s", "samples/s", True)),
     ("dataloader-hinted-cache", ("Larger than memory: the hinted DataLoader (os2g.Os2gSampler), 128 MiB staging, one fresh epoch", "samples_per_s", "samples/s", True)),
     ("small-4-cache", ("Larger than memory: shuffled reads of the ~630 MB of JPEGs, 4 readers, 128 MiB staging, page cache dropped before each epoch", "files_per_s", "files/s", True)),
+    ("write-ckpt", ("Write of one 2 GiB checkpoint file, 1 MiB per write(), timed until the object is in the bucket", "mb_per_s", "MB/s", True)),
+    ("write-dir", ("Write of a directory of 64 files of 32 MiB, 4 writers at once, timed until every object is in the bucket", "mb_per_s", "MB/s", True)),
 ])
 
 
@@ -177,6 +179,11 @@ core); every flag set and the warm epochs are in the sections below.
                    "staging region without and with `--cache-dir`, s3fs with `use_cache`, rclone with `--vfs-cache-mode full`, "
                    "each disk cache emptied before each workload (`run.sh --workloads dataloader-cache,dataloader-hinted-cache,"
                    "small-4-cache`, run on this build after the others and added to their results).\n\n")
+    if any(r.get("label", "").startswith("write-") for r in rows):
+        glance += ("The write tables (`write-*`, at the end) run on their own targets: os2g with `--allow-writes` (in "
+                   "process and split), s3fs at its defaults, rclone with `--vfs-cache-mode writes`, and `direct`: boto3's "
+                   "multipart upload of the same bytes with no file system. Each is timed until every object is in the bucket "
+                   "(rclone's close returns before its upload); \"gateway CPU\" is the shim's for os2g-split.\n\n")
     if any(r.get("target") == "direct" for r in rows):
         glance += ("`direct` is no file system: curl fetching the same object with 8 ranged GETs of 8 MiB in flight (the "
                    "sequential rows) or one 4 KiB ranged GET (time to first byte), the store's own speed from this machine; "
@@ -194,7 +201,7 @@ def summary(rows):
     mean of its runs; tar-4's peers and local copy: their tarsrc-4)."""
     out = OrderedDict()
     for label, (title, key, unit, higher) in WORKLOADS.items():
-        if label.endswith("-cache"):
+        if label.endswith("-cache") or label.startswith("write-"):
             continue  # their targets have other flags than the defaults: the tables have them
         group = [r for r in rows if r.get("label") == label and "error" not in r]
         if not group:

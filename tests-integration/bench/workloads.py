@@ -219,12 +219,83 @@ def direct_first_byte(a, key):
     return float(out.stdout)
 
 
+class Repeating:
+    """A file object of `size` bytes that repeats `block`: what boto3 uploads, with no copy of it all in memory."""
+
+    def __init__(self, block, size):
+        self.block, self.size, self.at = block, size, 0
+
+    def read(self, n=-1):
+        n = self.size - self.at if n is None or n < 0 else min(n, self.size - self.at)
+        out = bytearray()
+        while len(out) < n:
+            start = (self.at + len(out)) % len(self.block)
+            out += self.block[start:start + n - len(out)]
+        self.at += n
+        return bytes(out)
+
+
+def write(a):
+    """Writes `--files` files of `--size` bytes, `--writers` at once, under MOUNT/writes/ (or uploads them
+    with boto3 for --direct), and times it until every object is in the bucket at its size: a mount whose
+    close returns before its upload (a write cache) is timed to the upload's end. The objects are deleted
+    afterwards, untimed."""
+    import boto3
+    from concurrent.futures import ThreadPoolExecutor
+    client = boto3.client("s3", endpoint_url=a.endpoint, aws_access_key_id="os2g-demo",
+                          aws_secret_access_key="os2g-demo-secret", region_name="us-east-1")
+    block = os.urandom(64 << 20)
+    prefix = f"writes/{os.getpid()}-{time.time_ns()}"
+    keys = [f"{prefix}/shard-{i:03d}.bin" for i in range(a.files)]
+
+    if a.direct:
+        from boto3.s3.transfer import TransferConfig
+        config = TransferConfig(multipart_threshold=8 << 20, multipart_chunksize=8 << 20, max_concurrency=8)
+
+        def put(key):
+            client.upload_fileobj(Repeating(block, a.size), "bench", key, Config=config)
+        how = "boto3 upload_fileobj, 8 MiB parts, 8 threads per file"
+    else:
+        def put(key):
+            view = memoryview(block)
+            with open(os.path.join(a.mount, key), "wb", buffering=0) as f:
+                written = 0
+                while written < a.size:
+                    start = written % len(block)
+                    n = min(1 << 20, a.size - written, len(block) - start)
+                    written += f.write(view[start:start + n])
+        how = "write() of 1 MiB at a time"
+    meter = Meter(a)
+    t0 = time.perf_counter()
+    if not a.direct:
+        os.makedirs(os.path.join(a.mount, prefix))
+    with ThreadPoolExecutor(a.writers) as pool:
+        list(pool.map(put, keys))
+    closed = time.perf_counter() - t0
+    deadline = time.time() + 600
+    while True:  # one LIST per look (the server delays each request by its latency)
+        listed = client.list_objects_v2(Bucket="bench", Prefix=prefix + "/").get("Contents", [])
+        if sum(1 for o in listed if o["Key"] in keys and o["Size"] == a.size) == len(keys):
+            break
+        if time.time() > deadline:
+            raise RuntimeError(f"the objects under {prefix} did not reach the bucket within 600 s")
+        time.sleep(0.05)
+    seconds = time.perf_counter() - t0
+    total = a.files * a.size
+    result = dict(files=a.files, bytes=total, seconds=seconds, close_seconds=closed, mb_per_s=total / 1e6 / seconds,
+                  how=how, **meter.done())
+    listed = client.list_objects_v2(Bucket="bench", Prefix=prefix).get("Contents", [])
+    gone = [{"Key": o["Key"]} for o in listed] + [{"Key": prefix + "/"}, {"Key": "writes/"}]
+    client.delete_objects(Bucket="bench", Delete={"Objects": gone})
+    return result
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mount")
     ap.add_argument("pid", type=int)
     ap.add_argument("workload", choices=["small", "sequential", "walk", "ttfb", "dataloader", "zstd", "torch-load", "safetensors",
-                                         "npy-mmap", "tar-stream", "cp", "dd"])
+                                         "npy-mmap", "tar-stream", "cp", "dd", "write"])
     ap.add_argument("--readers", type=int, default=4)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--limit", type=int, default=0, help="read only this many files (small, dataloader)")
@@ -244,6 +315,10 @@ def main():
     ap.add_argument("--direct", metavar="ENDPOINT",
                     help="sequential, ttfb: no mount; GET the objects from ENDPOINT with curl (the store's own speed)")
     ap.add_argument("--direct-streams", type=int, default=8, help="--direct: ranged GETs in flight at once")
+    ap.add_argument("--files", type=int, default=1, help="write: how many files")
+    ap.add_argument("--size", type=int, default=1 << 30, help="write: bytes per file")
+    ap.add_argument("--writers", type=int, default=1, help="write: files written at once")
+    ap.add_argument("--endpoint", help="write: the S3 endpoint, to see the objects arrive (and upload to, with --direct)")
     a = ap.parse_args()
 
     result = {"workload": a.workload, "readers": a.readers}
@@ -331,6 +406,8 @@ def main():
                     f.read(4096)
                 timed.append(time.perf_counter() - t0)
             result.update(seconds=timed[0], seconds_next=timed[1])
+    elif a.workload == "write":
+        result.update(write(a))
     elif a.workload in ("torch-load", "safetensors", "npy-mmap", "tar-stream", "cp", "dd"):
         meter = Meter(a)
         t0 = time.perf_counter()

@@ -6,6 +6,8 @@ import io.os2g.staging.Reservation;
 import io.os2g.staging.ReservedPages;
 import io.os2g.store.ObjectSummary;
 import io.os2g.store.ObjectUploads;
+import java.io.IOException;
+import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -29,10 +31,11 @@ import org.slf4j.LoggerFactory;
  * background while the writer fills the next. A file of one part is one PUT at {@link #finish}; a
  * larger one a multipart upload, started with its first full part and completed at finish.
  *
- * <p>Memory stays bounded: parts waiting for their upload hold at most half the region, and a part
- * leaves staging for the heap only when one of {@link #PARTS_IN_FLIGHT} upload slots takes it. A slow
- * store therefore makes {@link #nextPart} wait (back-pressure on the writer), never fail, until the
- * store's own retries give up: then the upload is aborted and every later call is EIO.
+ * <p>Memory stays bounded: parts hold their staging pages until they are in the store, at most half
+ * the region in all, and are streamed from them ({@link #PARTS_IN_FLIGHT} at a time), never copied
+ * whole to the heap. A slow store therefore makes {@link #nextPart} wait (back-pressure on the
+ * writer), never fail, until the store's own retries give up: then the upload is aborted and every
+ * later call is EIO.
  */
 public final class Uploads implements AutoCloseable {
 
@@ -45,8 +48,10 @@ public final class Uploads implements AutoCloseable {
     public static final int MAX_PARTS = 10_000;
     /** S3's limit on one part. */
     private static final long MAX_PART_SIZE = 5L << 30;
-    /** Part uploads running at once over all files; each holds its part on the heap. */
+    /** Part uploads running at once over all files. */
     static final int PARTS_IN_FLIGHT = 8;
+    /** How much of a part is copied from staging to the socket at a time. */
+    private static final int COPY_BUFFER = 256 << 10;
 
     private final ObjectUploads store;
     private final ExtentIndex index;
@@ -193,36 +198,49 @@ public final class Uploads implements AutoCloseable {
         }
     }
 
-    /** Copies a part out of staging once an upload slot is free, and sends it. */
+    /** Sends a part from its staging pages once an upload slot is free; the pages go back once it is in the store. */
     private String uploadPart(Upload upload, String uploadId, int number, Reservation part, int length) {
-        byte[] bytes;
         try {
             if (upload.failure != null) {
                 throw new AgentException(Errno.EIO, upload.key + ": the upload failed", upload.failure);
             }
             uploadSlots.acquireUninterruptibly();
             try {
-                bytes = new byte[length];
-                part.copyOut(0, MemorySegment.ofArray(bytes));
-            } catch (RuntimeException e) {
+                String etag = store.uploadPart(upload.key, uploadId, number, body(part, length));
+                bytesUploaded.add(length);
+                partsUploaded.increment();
+                return etag;
+            } finally {
                 uploadSlots.release();
-                throw e;
             }
-        } finally {
-            giveBack(part);
-        }
-        try {
-            String etag = store.uploadPart(upload.key, uploadId, number, bytes, length);
-            bytesUploaded.add(length);
-            partsUploaded.increment();
-            return etag;
         } catch (RuntimeException e) {
             upload.failure = e;
             dropInStore(upload); // no part of it will be published: its parts go now, whatever the writer does
             throw e;
         } finally {
-            uploadSlots.release();
+            giveBack(part);
         }
+    }
+
+    /** The first {@code length} bytes of a part's pages, as the store streams them (again, on a retry). */
+    private static ObjectUploads.Body body(Reservation part, int length) {
+        return new ObjectUploads.Body() {
+            @Override
+            public int length() {
+                return length;
+            }
+
+            @Override
+            public void writeTo(OutputStream out) throws IOException {
+                byte[] buffer = new byte[Math.min(length, COPY_BUFFER)];
+                MemorySegment window = MemorySegment.ofArray(buffer);
+                for (int at = 0; at < length; at += buffer.length) {
+                    int n = Math.min(buffer.length, length - at);
+                    part.copyOut(at, window.asSlice(0, n));
+                    out.write(buffer, 0, n);
+                }
+            }
+        };
     }
 
     private void giveBack(Reservation part) {
@@ -293,29 +311,35 @@ public final class Uploads implements AutoCloseable {
     /** A file of at most one part: one PUT from its pages. */
     private ObjectSummary putWhole(Upload upload, int lastPart, int lastLength) {
         Reservation part = lastPart > 0 ? upload.open.remove(lastPart) : null;
-        if (lastPart > 1 || (lastPart == 1 && (part == null || lastLength > part.length()))) {
+        try {
+            if (lastPart > 1 || (lastPart == 1 && (part == null || lastLength > part.length()))) {
+                throw new AgentException(Errno.EINVAL, upload.key + ": part " + lastPart + " finished without the parts before it", null);
+            }
+            synchronized (upload) {
+                upload.ended = true;
+            }
+            ObjectSummary published = store.putObject(upload.key, part == null ? EMPTY : body(part, lastLength));
+            bytesUploaded.add(lastLength);
+            filesPublished.increment();
+            uploads.values().remove(upload);
+            return published;
+        } finally {
             if (part != null) {
                 giveBack(part);
             }
-            throw new AgentException(Errno.EINVAL, upload.key + ": part " + lastPart + " finished without the parts before it", null);
         }
-        byte[] bytes = new byte[lastLength];
-        if (part != null) {
-            try {
-                part.copyOut(0, MemorySegment.ofArray(bytes));
-            } finally {
-                giveBack(part);
-            }
-        }
-        synchronized (upload) {
-            upload.ended = true;
-        }
-        ObjectSummary published = store.putObject(upload.key, bytes, lastLength);
-        bytesUploaded.add(lastLength);
-        filesPublished.increment();
-        uploads.values().remove(upload);
-        return published;
     }
+
+    private static final ObjectUploads.Body EMPTY = new ObjectUploads.Body() {
+        @Override
+        public int length() {
+            return 0;
+        }
+
+        @Override
+        public void writeTo(OutputStream out) {
+        }
+    };
 
     /**
      * Drops the file (the writer's side gave up on it): the pages it was handed go back, and the upload

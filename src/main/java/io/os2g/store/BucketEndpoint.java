@@ -58,6 +58,13 @@ final class BucketEndpoint {
         return bucketUrl.newBuilder().addEncodedPathSegments(S3Escaper.encodePath(key)).build();
     }
 
+    /** The URL of {@code key} with {@code query}, names and values encoded by S3's rules (and signed so). */
+    HttpUrl object(String key, Map<String, String> query) {
+        HttpUrl.Builder url = object(key).newBuilder();
+        query.forEach((name, value) -> url.addEncodedQueryParameter(S3Escaper.encode(name), S3Escaper.encode(value)));
+        return url.build();
+    }
+
     /**
      * The bucket's own URL (no trailing slash in path style: {@code /bucket}, as S3 documents it) with
      * {@code query}, names and values encoded by S3's rules, which are also the signature's.
@@ -71,7 +78,12 @@ final class BucketEndpoint {
 
     /** {@code request} with the Host header, signed (unless the credentials are anonymous). */
     Request sign(Request.Builder request) {
+        return sign(request, SigV4.EMPTY_SHA256);
+    }
+
+    /** {@code request} with the Host header, signed for a body of SHA-256 {@code payloadHash} (or unsigned payload). */
+    Request sign(Request.Builder request, String payloadHash) {
         Request built = request.header("Host", hostHeader).build();
-        return signer == null ? built : signer.sign(built);
+        return signer == null ? built : signer.sign(built, payloadHash);
     }
 }

@@ -57,6 +57,8 @@ record ErrorAnswer(int status, String code, String region) {
             case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidSecurity" -> StoreException.Kind.BAD_CREDENTIALS;
             case "ExpiredToken", "InvalidToken", "TokenRefreshRequired" -> StoreException.Kind.EXPIRED_CREDENTIALS;
             case "PreconditionFailed" -> StoreException.Kind.CHANGED;
+            // 501: a request this store does not take; asking again will not change that
+            case "NotImplemented" -> StoreException.Kind.PROTOCOL;
             case "SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "Throttling" ->
                     StoreException.Kind.UNAVAILABLE;
             case "PermanentRedirect", "TemporaryRedirect", "IllegalLocationConstraintException" ->

@@ -67,8 +67,12 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
 
     /** The bucket's address, signer and clients for one region. */
     private record Target(String region, MinioClient client, MinioAsyncClient uploads, BucketEndpoint endpoint,
-                          RangedGet rangedGet, ListObjectsV2 listing) {
+                          RangedGet rangedGet, ListObjectsV2 listing, StreamedPut streamedPut) {
     }
+    /** Whether parts and small objects go as unsigned, streamed PUTs ({@link StreamedPut}); false once the store refused one. */
+    private volatile boolean streamedPuts = true;
+    /** Whether a streamed PUT has succeeded: from then on its failures are the store's, not a refusal of the way. */
+    private volatile boolean streamedPutWorked;
     private final LongAdder gets = new LongAdder();
     private final LongAdder retries = new LongAdder();
     private final LongAdder getsInFlight = new LongAdder();
@@ -125,7 +129,8 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
             uploads.disableVirtualStyleEndpoint();
         }
         BucketEndpoint endpoint = new BucketEndpoint(client, config, region, credentials);
-        return new Target(region, client, uploads, endpoint, new RangedGet(http, endpoint), new ListObjectsV2(http, endpoint));
+        return new Target(region, client, uploads, endpoint, new RangedGet(http, endpoint), new ListObjectsV2(http, endpoint),
+                new StreamedPut(http, endpoint));
     }
 
     /**
@@ -339,22 +344,14 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
 
     /** Uploads {@code body} as {@code key} with its content type (one PUT, retried like a read): an index of {@code os2g index}. */
     public void put(String key, byte[] body, String contentType) {
-        put(key, body, body.length, contentType);
-    }
-
-    private ObjectSummary put(String key, byte[] bytes, int length, String contentType) {
-        return withRetries("put", key, () -> {
+        withRetries("put", key, () -> {
             try {
-                PutObjectArgs.Builder put = PutObjectArgs.builder().bucket(config.bucket()).object(key)
-                        .stream(new java.io.ByteArrayInputStream(bytes, 0, length), length, -1);
-                if (contentType != null) {
-                    put.contentType(contentType);
-                }
-                String etag = target.client().putObject(put.build()).etag();
-                return new ObjectSummary(key, length, unquote(etag), System.currentTimeMillis());
+                target.client().putObject(PutObjectArgs.builder().bucket(config.bucket()).object(key)
+                        .stream(new java.io.ByteArrayInputStream(body), body.length, -1).contentType(contentType).build());
             } catch (Exception e) {
                 throw classify(e, key);
             }
+            return null;
         });
     }
 
@@ -372,16 +369,52 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
     }
 
     @Override
-    public String uploadPart(String key, String uploadId, int partNumber, byte[] bytes, int length) {
-        return withRetries("upload-part", key, () -> {
+    public String uploadPart(String key, String uploadId, int partNumber, Body body) {
+        return withRetries("upload-part", key, () -> streamedOrSigned(key,
+                Map.of("partNumber", Integer.toString(partNumber), "uploadId", uploadId), body,
+                bytes -> await(target.uploads().uploadPartAsync(config.bucket(), target.region(), key, bytes, bytes.length,
+                        uploadId, partNumber, null, null)).etag()));
+    }
+
+    /** Signs the whole body in the MinIO client's way: its bytes in one array. */
+    @FunctionalInterface
+    private interface SignedPut {
+        String put(byte[] bytes) throws Exception;
+    }
+
+    /**
+     * A PUT of {@code body} as a streamed, unsigned payload; where the store refuses that (the first such
+     * PUT fails for good and the client's signed PUT of the same bytes succeeds), the client's way from
+     * then on. Returns the ETag.
+     */
+    private String streamedOrSigned(String key, Map<String, String> query, Body body, SignedPut signed) {
+        StoreException refused = null;
+        if (streamedPuts) {
             try {
-                Target t = target;
-                return await(t.uploads().uploadPartAsync(config.bucket(), t.region(), key, bytes, length, uploadId,
-                        partNumber, null, null)).etag();
+                String etag = target.streamedPut().put(key, query, body);
+                streamedPutWorked = true;
+                return etag;
             } catch (Exception e) {
-                throw classify(e, key + " part " + partNumber);
+                StoreException failure = classify(e, key);
+                if (failure.retryable() || streamedPutWorked) {
+                    throw failure;
+                }
+                refused = failure;
             }
-        });
+        }
+        try {
+            java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(body.length());
+            body.writeTo(bytes);
+            String etag = unquote(signed.put(bytes.toByteArray()));
+            if (refused != null && streamedPuts) {
+                streamedPuts = false; // the parts in flight with this one may log it too: a line or two
+                LOG.info("{} refused an unsigned, streamed PUT ({}): uploads are signed whole from now on", config.endpoint(),
+                        refused.getMessage());
+            }
+            return etag;
+        } catch (Exception e) {
+            throw classify(e, key);
+        }
     }
 
     @Override
@@ -419,8 +452,11 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
     }
 
     @Override
-    public ObjectSummary putObject(String key, byte[] bytes, int length) {
-        return put(key, bytes, length, null);
+    public ObjectSummary putObject(String key, Body body) {
+        return withRetries("put", key, () -> new ObjectSummary(key, body.length(), streamedOrSigned(key, Map.of(), body,
+                bytes -> target.client().putObject(PutObjectArgs.builder().bucket(config.bucket()).object(key)
+                        .stream(new java.io.ByteArrayInputStream(bytes), bytes.length, -1).build()).etag()),
+                System.currentTimeMillis()));
     }
 
     @Override

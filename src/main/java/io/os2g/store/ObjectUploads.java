@@ -9,6 +9,17 @@ import java.util.List;
  */
 public interface ObjectUploads {
 
+    /**
+     * The bytes of a part (or of a whole small object), streamed into the request as it is sent, and
+     * again if it is retried: the caller keeps them until the call returns.
+     */
+    interface Body {
+        int length();
+
+        /** Writes all {@link #length()} bytes to {@code out}. */
+        void writeTo(java.io.OutputStream out) throws java.io.IOException;
+    }
+
     /** A multipart upload the store holds, not completed or aborted. */
     record PendingUpload(String key, String uploadId, long initiatedMillis) {
     }
@@ -16,8 +27,8 @@ public interface ObjectUploads {
     /** Starts a multipart upload of {@code key}; returns its upload id. Nothing is visible until it completes. */
     String startUpload(String key);
 
-    /** Uploads part {@code partNumber} (1-based) from the first {@code length} bytes of {@code bytes}; returns the part's ETag. */
-    String uploadPart(String key, String uploadId, int partNumber, byte[] bytes, int length);
+    /** Uploads part {@code partNumber} (1-based) of {@code body}'s bytes; returns the part's ETag. */
+    String uploadPart(String key, String uploadId, int partNumber, Body body);
 
     /**
      * Completes the upload from the parts' ETags in order: the object {@code key} appears whole.
@@ -29,8 +40,8 @@ public interface ObjectUploads {
     /** Aborts the upload: the store drops its parts. An upload the store no longer knows is not an error. */
     void abortUpload(String key, String uploadId);
 
-    /** Uploads {@code key} in one PUT from the first {@code length} bytes of {@code bytes}. */
-    ObjectSummary putObject(String key, byte[] bytes, int length);
+    /** Uploads {@code key} in one PUT of {@code body}'s bytes. */
+    ObjectSummary putObject(String key, Body body);
 
     /**
      * Copies {@code from} to {@code to} in the store (CopyObject; a multipart copy above 5 GiB): the bytes

@@ -33,6 +33,7 @@ final class SigV4 {
     private static final String ALGORITHM = "AWS4-HMAC-SHA256";
     private static final String SERVICE = "s3";
     /** SHA-256 of an empty body, the payload hash of every GET (plain http needs the real hash). */
+    static final String UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD";
     static final String EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
     /** Headers a proxy may change on the way, left out of the signature as the AWS SDKs and MinIO leave them. */
     private static final Set<String> UNSIGNED = Set.of("accept-encoding", "authorization", "content-type",
@@ -76,6 +77,14 @@ final class SigV4 {
      * encoded by S3's rules already ({@link BucketEndpoint#bucket}): it is signed as it is sent.
      */
     Request sign(Request request) {
+        return sign(request, EMPTY_SHA256);
+    }
+
+    /**
+     * {@code request} signed for a body whose SHA-256 is {@code payloadHash}, or {@link #UNSIGNED_PAYLOAD}
+     * for a body streamed unsigned (an upload's part: hashing it would cost more CPU than sending it).
+     */
+    Request sign(Request request, String payloadHash) {
         Credentials credentials = this.credentials.get();
         String amzDate = amzDate(LocalDateTime.ofInstant(clock.instant(), ZoneOffset.UTC));
         String date = amzDate.substring(0, 8);
@@ -89,7 +98,7 @@ final class SigV4 {
             }
         }
         headers.put("x-amz-date", amzDate);
-        headers.put("x-amz-content-sha256", EMPTY_SHA256);
+        headers.put("x-amz-content-sha256", payloadHash);
         if (token != null) {
             headers.put("x-amz-security-token", canonicalValue(token));
         }
@@ -99,7 +108,7 @@ final class SigV4 {
             canonical.append(h.getKey()).append(':').append(h.getValue()).append('\n');
         }
         String signedHeaders = String.join(";", headers.keySet());
-        canonical.append('\n').append(signedHeaders).append('\n').append(EMPTY_SHA256);
+        canonical.append('\n').append(signedHeaders).append('\n').append(payloadHash);
 
         String scope = date + "/" + region + "/" + SERVICE + "/aws4_request";
         String stringToSign = ALGORITHM + "\n" + amzDate + "\n" + scope + "\n" + HEX.formatHex(digest(canonical));
@@ -107,7 +116,7 @@ final class SigV4 {
         String signature = HEX.formatHex(mac.doFinal(stringToSign.getBytes(StandardCharsets.UTF_8)));
         Request.Builder signed = request.newBuilder()
                 .header("x-amz-date", amzDate)
-                .header("x-amz-content-sha256", EMPTY_SHA256)
+                .header("x-amz-content-sha256", payloadHash)
                 .header("Authorization", ALGORITHM + " Credential=" + credentials.accessKeyId() + "/" + scope
                         + ", SignedHeaders=" + signedHeaders + ", Signature=" + signature);
         if (token != null) {

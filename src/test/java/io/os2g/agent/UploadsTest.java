@@ -69,13 +69,24 @@ class UploadsTest {
         }
 
         @Override
-        public String uploadPart(String key, String uploadId, int partNumber, byte[] bytes, int length) {
+        public String uploadPart(String key, String uploadId, int partNumber, Body body) {
             partsTaken.acquireUninterruptibly();
             if (failParts) {
                 throw new StoreException(StoreException.Kind.UNAVAILABLE, "server error HTTP 500", null);
             }
-            parts.get(uploadId).put(partNumber, Arrays.copyOf(bytes, length));
+            parts.get(uploadId).put(partNumber, bytes(body));
             return "etag-" + partNumber;
+        }
+
+        private static byte[] bytes(Body body) {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            try {
+                body.writeTo(out);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            assertEquals(body.length(), out.size(), "a body writes its length");
+            return out.toByteArray();
         }
 
         @Override
@@ -97,10 +108,10 @@ class UploadsTest {
         }
 
         @Override
-        public ObjectSummary putObject(String key, byte[] bytes, int length) {
+        public ObjectSummary putObject(String key, Body body) {
             calls.add("put " + key);
-            objects.put(key, Arrays.copyOf(bytes, length));
-            return new ObjectSummary(key, length, "one", 1);
+            objects.put(key, bytes(body));
+            return new ObjectSummary(key, body.length(), "one", 1);
         }
 
         @Override
@@ -222,7 +233,7 @@ class UploadsTest {
         });
         Thread.sleep(500);
         int reached = handedOut.get();
-        // the parts in upload slots (on the heap), the two waiting in staging, the one being filled
+        // the parts in staging (in upload slots or waiting for one): two here, and the one being filled
         assertTrue(reached <= Uploads.PARTS_IN_FLIGHT + 3, "held back at part " + reached);
         Thread.sleep(300);
         assertEquals(reached, handedOut.get(), "no further while the store takes nothing");

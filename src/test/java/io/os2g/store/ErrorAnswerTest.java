@@ -28,6 +28,7 @@ class ErrorAnswerTest {
         assertEquals(StoreException.Kind.EXPIRED_CREDENTIALS, failure(400, error("ExpiredToken", ""), null).kind());
         assertEquals(StoreException.Kind.ACCESS_DENIED, failure(403, "", null).kind());
         assertEquals(StoreException.Kind.UNAVAILABLE, failure(503, error("SlowDown", ""), null).kind());
+        assertEquals(StoreException.Kind.PROTOCOL, failure(501, error("NotImplemented", ""), null).kind(), "not asked again");
         assertEquals(StoreException.Kind.UNAVAILABLE, failure(429, "", null).kind());
         assertEquals(StoreException.Kind.PROTOCOL, failure(400, error("InvalidArgument", ""), null).kind());
     }
