@@ -4,7 +4,6 @@ import io.minio.MinioAsyncClient;
 import io.minio.MinioClient;
 import io.minio.RemoveObjectArgs;
 import io.minio.messages.Part;
-import io.minio.messages.Upload;
 import io.minio.PutObjectArgs;
 import io.minio.StatObjectArgs;
 import io.minio.errors.ErrorResponseException;
@@ -413,7 +412,8 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
             }
             return etag;
         } catch (Exception e) {
-            throw classify(e, key);
+            // refused both ways: the way was not what the store refused, the first answer says what was
+            throw refused != null ? refused : classify(e, key);
         }
     }
 
@@ -491,33 +491,6 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
                 }
             }
             return null;
-        });
-    }
-
-    @Override
-    public List<PendingUpload> pendingUploads(String prefix) {
-        return withRetries("list-uploads", prefix, () -> {
-            try {
-                Target t = target;
-                List<PendingUpload> found = new ArrayList<>();
-                String keyMarker = null;
-                String uploadIdMarker = null;
-                while (true) {
-                    var result = await(t.uploads().listMultipartUploadsAsync(config.bucket(), t.region(), null, null,
-                            keyMarker, 1000, prefix, uploadIdMarker, null, null)).result();
-                    for (Upload u : result.uploads()) {
-                        found.add(new PendingUpload(u.objectName(), u.uploadId(),
-                                u.initiated() == null ? 0 : u.initiated().toInstant().toEpochMilli()));
-                    }
-                    if (!result.isTruncated() || result.nextKeyMarker() == null) {
-                        return found;
-                    }
-                    keyMarker = result.nextKeyMarker();
-                    uploadIdMarker = result.nextUploadIdMarker();
-                }
-            } catch (Exception e) {
-                throw classify(e, prefix);
-            }
         });
     }
 

@@ -20,10 +20,6 @@ public interface ObjectUploads {
         void writeTo(java.io.OutputStream out) throws java.io.IOException;
     }
 
-    /** A multipart upload the store holds, not completed or aborted. */
-    record PendingUpload(String key, String uploadId, long initiatedMillis) {
-    }
-
     /** Starts a multipart upload of {@code key}; returns its upload id. Nothing is visible until it completes. */
     String startUpload(String key);
 
@@ -53,7 +49,4 @@ public interface ObjectUploads {
 
     /** Deletes {@code key}; a key that does not exist is not an error. */
     void deleteObject(String key);
-
-    /** The multipart uploads under {@code prefix} the store holds now. */
-    List<PendingUpload> pendingUploads(String prefix);
 }

@@ -124,11 +124,6 @@ class UploadsTest {
         public void deleteObject(String key) {
             objects.remove(key);
         }
-
-        @Override
-        public List<PendingUpload> pendingUploads(String prefix) {
-            return List.of();
-        }
     }
 
     private void start(long capacity, Duration waitForRoom) {
