@@ -54,7 +54,7 @@ def cpu_per_gib(row, epoch=0):
         return None
     source = row["epochs"][epoch] if "epochs" in row else row
     b = source.get("bytes")
-    if not b or "gateway_cpu_s" not in source or row.get("target") == "local":
+    if not b or "gateway_cpu_s" not in source or row.get("target") in ("local", "direct"):
         return None
     return source["gateway_cpu_s"] / (b / GIB)
 
@@ -125,7 +125,7 @@ def tables(meta, rows):
             anchor = f'<a id="{label}"></a>' if epoch == 0 else ""
             notes = sorted({r["run_note"] for r in group if r.get("run_note")})
             lines = [f"## {name} {anchor}".rstrip(), "", *(f"{n}\n" for n in notes), f"| target | flags | {unit} | gateway CPU s/GiB | split: agent CPU s/GiB | S3 server CPU s | stolen s | peak RSS MiB | vs best peer | vs local |"
-                     + (" vs direct GETs |" if direct else ""), "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if direct else "")]
+                     + ((" vs direct upload |" if label.startswith("write-") else " vs direct GETs |") if direct else ""), "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if direct else "")]
             for r in group:
                 if "error" in r:
                     lines.append(f"| {r['target']} | {r['flags']} | failed: {r['error'][:80]} | | | | | | | |" + (" |" if direct else ""))
