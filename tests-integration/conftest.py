@@ -9,12 +9,14 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import boto3
 import urllib3
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from botocore.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -218,6 +220,18 @@ def forget_pages(path):
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+
+
+def scrape(port):
+    """{(name, labels as a sorted tuple): value} of every sample, parsed by Prometheus's own client."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        assert r.headers["Content-Type"].startswith("text/plain")
+        text = r.read().decode()
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples
 
 
 def read_verified(path, expected_sha256):

@@ -14,25 +14,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import CREDENTIALS_ENV, OS2G, ROOT, SECRET_KEY, free_port, mounted, payload, read_verified, sha256
+from conftest import CREDENTIALS_ENV, OS2G, ROOT, SECRET_KEY, free_port, mounted, payload, read_verified, scrape, sha256
 
 FILES = {f"train/c{c}/{i:02d}.jpg": payload(30_000 + 501 * i, 700 + 10 * c + i) for c in range(2) for i in range(20)}
 HASHES = {k: sha256(v) for k, v in FILES.items()}
 HELPER = Path("/sbin/mount.fuse.os2g")
-
-
-def scrape(port):
-    """{(name, labels as a sorted tuple): value} of every sample, parsed by Prometheus's own client."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        assert r.headers["Content-Type"].startswith("text/plain")
-        text = r.read().decode()
-    samples = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return samples
 
 
 def wait_for(condition, what, seconds=30):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Agent, Mount, S3Server, Tally, payload, sha256
+from conftest import Agent, Mount, S3Server, Tally, free_port, payload, scrape, sha256
 from faultproxy import Fault, FaultProxy
 
 torch = pytest.importorskip("torch")
@@ -36,8 +36,10 @@ def store():
 @pytest.fixture(scope="module")
 def rw(store):
     bucket = store.bucket("it-writes")
+    port = free_port()
     m = Mount(store, bucket, ["--allow-writes", "--allow-overwrite", "--allow-delete", "--staging-size", STAGING,
-                              "--metadata-ttl", "60"])
+                              "--metadata-ttl", "60", "--metrics-port", f"127.0.0.1:{port}"])
+    m.metrics_port = port
     yield store, bucket, m
     assert m.stop() == 0
 
@@ -242,6 +244,25 @@ def test_a_writer_killed_mid_file_publishes_nothing_and_leaves_no_parts(rw):
     assert not (m.path / "killed.bin").exists()
     assert keys(server, bucket, "killed.bin") == set()
     assert stats(m)["writes"]["aborted"] >= 1
+
+
+def test_uploads_are_counted_in_the_stats_and_the_metrics(rw):
+    server, bucket, m = rw
+    before = stats(m)
+    (m.path / "counted.bin").write_bytes(payload(10 * MiB, 77))
+    after = stats(m)
+    assert after["writes"]["files_published"] == before["writes"]["files_published"] + 1
+    assert after["writes"]["bytes_written"] - before["writes"]["bytes_written"] == 10 * MiB
+    uploads = after["agent"]["uploads"]
+    assert uploads["bytes_uploaded"] - before["agent"]["uploads"]["bytes_uploaded"] == 10 * MiB
+    assert uploads["parts_uploaded"] - before["agent"]["uploads"]["parts_uploaded"] == 2
+    metrics = scrape(m.metrics_port)
+    assert metrics[("os2g_uploaded_bytes_total", ())] == uploads["bytes_uploaded"]
+    assert metrics[("os2g_uploaded_parts_total", ())] == uploads["parts_uploaded"]
+    assert metrics[("os2g_published_files_total", ())] == uploads["files_published"]
+    assert metrics[("os2g_aborted_uploads_total", ())] == uploads["aborted"]
+    assert metrics[("os2g_bytes_written_total", ())] == after["writes"]["bytes_written"]
+    assert metrics[("os2g_files_writing", ())] == 0 and metrics[("os2g_staging_upload_bytes", ())] == 0
 
 
 @pytest.fixture(scope="module")

@@ -2,11 +2,17 @@ package io.os2g.metrics;
 
 /**
  * What the agent side of one mount has counted, read at one moment: its store's GETs, its fetches and
- * prefetching, its staging region's occupancy, and its disk cache's traffic (zeros without one).
+ * prefetching, its staging region's occupancy, its disk cache's traffic (zeros without one), and its
+ * uploads.
  */
 public record AgentCounters(long gets, long getsInFlight, long retries, long fetchedBytes, long failedFetches,
                             long prefetchedFiles, long stagingCapacityBytes, long stagingFreeBytes,
                             long stagingInFlightBytes, long stagedChunks, long evictions, long cacheHits, long cacheMisses,
                             long cacheBytesRead, long cacheBytesWritten, long cacheEvictions, long cacheCorrupt,
-                            long cacheFilledFiles) {
+                            long cacheFilledFiles, Uploads uploads) {
+
+    /** What the agent uploaded for files written through the mount (zeros for a mount that writes nothing). */
+    public record Uploads(long bytes, long parts, long filesPublished, long aborted, long filesWriting, long stagedBytes) {
+        public static final Uploads NONE = new Uploads(0, 0, 0, 0, 0, 0);
+    }
 }

@@ -55,6 +55,7 @@ public final class PrometheusMetrics {
                 .register(registry);
         gauge(registry, "os2g_reads_in_flight", "Read requests being answered now", shim::requestsInFlight);
         gauge(registry, "os2g_open_files", "Files open in the mount", shim::openFiles);
+        counter(registry, "os2g_bytes_written", "Bytes written to files through the mount", shim::bytesWritten);
         if (agent != null) {
             agentMetrics(registry, cb -> cb.accept(agent.get(), new String[0]));
             registry.register(gets);
@@ -105,6 +106,16 @@ public final class PrometheusMetrics {
                 c -> c.stagingCapacityBytes() - c.stagingFreeBytes());
         agentGauge(registry, series, labels, "os2g_staging_in_flight_bytes", "Staging bytes reserved by fetches in flight", AgentCounters::stagingInFlightBytes);
         agentGauge(registry, series, labels, "os2g_staged_chunks", "Chunks staged and readable now", AgentCounters::stagedChunks);
+        agentCounter(registry, series, labels, "os2g_uploaded_bytes", "Bytes of files written through the mount uploaded to the object store",
+                c -> c.uploads().bytes());
+        agentCounter(registry, series, labels, "os2g_uploaded_parts", "Parts of multipart uploads sent", c -> c.uploads().parts());
+        agentCounter(registry, series, labels, "os2g_published_files", "Files written through the mount and published at close",
+                c -> c.uploads().filesPublished());
+        agentCounter(registry, series, labels, "os2g_aborted_uploads", "Files being written that were dropped (a failed part, a killed writer)",
+                c -> c.uploads().aborted());
+        agentGauge(registry, series, labels, "os2g_files_writing", "Files being written now", c -> c.uploads().filesWriting());
+        agentGauge(registry, series, labels, "os2g_staging_upload_bytes", "Staging bytes holding parts not yet uploaded",
+                c -> c.uploads().stagedBytes());
     }
 
     private static void agentCounter(PrometheusRegistry registry, Series series, String[] labels, String name, String help,

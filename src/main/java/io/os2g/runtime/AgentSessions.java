@@ -81,7 +81,7 @@ final class AgentSessions implements AgentSession.Factory {
     List<PrometheusMetrics.ServedMount> served() {
         List<PrometheusMetrics.ServedMount> mounts = new ArrayList<>();
         live.forEach((name, s) -> mounts.add(new PrometheusMetrics.ServedMount(name, s.source,
-                GatewayStats.counters(s.store, s.agent, s.index))));
+                GatewayStats.counters(s.store, s.agent, s.index, s.uploads))));
         return mounts;
     }
 

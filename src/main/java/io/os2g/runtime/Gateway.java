@@ -164,7 +164,7 @@ public final class Gateway implements AutoCloseable {
 
                 @Override
                 public AgentCounters counters() {
-                    return GatewayStats.counters(store, agent, index);
+                    return GatewayStats.counters(store, agent, index, uploads);
                 }
 
                 @Override

@@ -50,13 +50,15 @@ final class GatewayStats {
     }
 
     /** The same counters for the Prometheus exposition. */
-    static AgentCounters counters(MinioObjectStore store, Agent agent, ExtentIndex index) {
+    static AgentCounters counters(MinioObjectStore store, Agent agent, ExtentIndex index, Uploads uploads) {
         DiskCache.Counters disk = agent.diskCache() == null ? new DiskCache.Counters(0, 0, 0, 0, 0, 0, 0, 0)
                 : agent.diskCache().counters();
         return new AgentCounters(store.getCount(), store.getsInFlight(), store.retryCount(), agent.fetchedBytes(),
                 agent.failedFetches(), agent.prefetchedFiles(), index.capacityBytes(), index.freeBytes(),
                 index.inFlightBytes(), index.stagedChunks(), index.evictions(), disk.hits(), disk.misses(), disk.bytesRead(),
-                disk.bytesWritten(), disk.evictions(), disk.corrupt(), agent.filledFiles());
+                disk.bytesWritten(), disk.evictions(), disk.corrupt(), agent.filledFiles(),
+                uploads == null ? AgentCounters.Uploads.NONE : new AgentCounters.Uploads(uploads.bytesUploaded(),
+                        uploads.partsUploaded(), uploads.filesPublished(), uploads.uploadsAborted(), uploads.active(), index.uploadBytes()));
     }
 
     private static Map<String, Object> diskCache(Agent agent) {

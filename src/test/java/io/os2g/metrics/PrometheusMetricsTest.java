@@ -27,7 +27,8 @@ class PrometheusMetricsTest {
     }
 
     private static AgentCounters counters(long gets) {
-        return new AgentCounters(gets, 2, 3, 4096, 1, 7, 1 << 20, 1 << 18, 65536, 5, 9, 11, 12, 13, 14, 15, 16, 17);
+        return new AgentCounters(gets, 2, 3, 4096, 1, 7, 1 << 20, 1 << 18, 65536, 5, 9, 11, 12, 13, 14, 15, 16, 17,
+                new AgentCounters.Uploads(8 << 20, 1, 2, 3, 1, 65536));
     }
 
     @Test
@@ -66,6 +67,13 @@ class PrometheusMetricsTest {
         assertEquals(1 << 20, s.value("os2g_staging_capacity_bytes"));
         assertEquals((1 << 20) - (1 << 18), s.value("os2g_staging_used_bytes"));
         assertEquals(9, s.value("os2g_staging_evictions_total"));
+        assertEquals(8 << 20, s.value("os2g_uploaded_bytes_total"));
+        assertEquals(1, s.value("os2g_uploaded_parts_total"));
+        assertEquals(2, s.value("os2g_published_files_total"));
+        assertEquals(3, s.value("os2g_aborted_uploads_total"));
+        assertEquals(1, s.value("os2g_files_writing"));
+        assertEquals(65536, s.value("os2g_staging_upload_bytes"));
+        assertEquals(0, s.value("os2g_bytes_written_total"));
         assertEquals("histogram", s.types().get("os2g_get_seconds"));
         assertEquals(2, s.value("os2g_get_seconds_count"));
         assertEquals(1, s.value("os2g_get_seconds_bucket{le=\"0.005\"}"));
