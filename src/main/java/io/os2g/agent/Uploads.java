@@ -8,6 +8,7 @@ import io.os2g.store.ObjectSummary;
 import io.os2g.store.ObjectUploads;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.channels.WritableByteChannel;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -50,7 +51,7 @@ public final class Uploads implements AutoCloseable {
     private static final long MAX_PART_SIZE = 5L << 30;
     /** Part uploads running at once over all files. */
     static final int PARTS_IN_FLIGHT = 8;
-    /** How much of a part is copied from staging to the socket at a time. */
+    /** How much of a part is copied from staging to a stream at a time (where it is not sent from the files). */
     private static final int COPY_BUFFER = 256 << 10;
 
     private final ObjectUploads store;
@@ -59,8 +60,14 @@ public final class Uploads implements AutoCloseable {
     private final int largestPart;
     /** Pages of parts not yet taken by an upload slot, at most half the region. */
     private final Semaphore stagedPages;
-    private final Semaphore uploadSlots = new Semaphore(PARTS_IN_FLIGHT);
     private final ExecutorService uploaders = Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("os2g-upload-", 0).factory());
+    /**
+     * The threads that send parts, {@link #PARTS_IN_FLIGHT} of them: platform threads, so that a part
+     * goes from its staging pages to a blocking socket with sendfile (a virtual thread would leave the
+     * socket non-blocking, and the bytes would go through a buffer).
+     */
+    private final ExecutorService partSenders = Executors.newFixedThreadPool(PARTS_IN_FLIGHT,
+            Thread.ofPlatform().name("os2g-part-", 0).daemon().factory());
     private final ConcurrentHashMap<Long, Upload> uploads = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
     private final LongAdder bytesUploaded = new LongAdder();
@@ -194,25 +201,20 @@ public final class Uploads implements AutoCloseable {
             }
             upload.bytes += length;
             CompletableFuture<String> uploadId = upload.uploadId;
-            upload.parts.add(uploadId.thenApplyAsync(id -> uploadPart(upload, id, number, part, length), uploaders));
+            upload.parts.add(uploadId.thenApplyAsync(id -> uploadPart(upload, id, number, part, length), partSenders));
         }
     }
 
-    /** Sends a part from its staging pages once an upload slot is free; the pages go back once it is in the store. */
+    /** Sends a part from its staging pages (on a part sender); the pages go back once it is in the store. */
     private String uploadPart(Upload upload, String uploadId, int number, Reservation part, int length) {
         try {
             if (upload.failure != null) {
                 throw new AgentException(Errno.EIO, upload.key + ": the upload failed", upload.failure);
             }
-            uploadSlots.acquireUninterruptibly();
-            try {
-                String etag = store.uploadPart(upload.key, uploadId, number, body(part, length));
-                bytesUploaded.add(length);
-                partsUploaded.increment();
-                return etag;
-            } finally {
-                uploadSlots.release();
-            }
+            String etag = store.uploadPart(upload.key, uploadId, number, body(part, length));
+            bytesUploaded.add(length);
+            partsUploaded.increment();
+            return etag;
         } catch (RuntimeException e) {
             upload.failure = e;
             dropInStore(upload); // no part of it will be published: its parts go now, whatever the writer does
@@ -228,6 +230,11 @@ public final class Uploads implements AutoCloseable {
             @Override
             public int length() {
                 return length;
+            }
+
+            @Override
+            public void transferTo(WritableByteChannel channel) throws IOException {
+                part.transferTo(0, length, channel);
             }
 
             @Override
@@ -278,7 +285,12 @@ public final class Uploads implements AutoCloseable {
                 single = upload.uploadId == null;
             }
             if (single) {
-                return putWhole(upload, lastPart, lastLength);
+                // on a part sender too: the caller may be a virtual thread (see partSenders)
+                try {
+                    return CompletableFuture.supplyAsync(() -> putWhole(upload, lastPart, lastLength), partSenders).join();
+                } catch (java.util.concurrent.CompletionException e) {
+                    throw e.getCause() instanceof RuntimeException r ? r : e;
+                }
             }
             if (lastPart > 0 && lastLength > 0) {
                 partWritten(handle, lastPart, lastLength);
@@ -459,9 +471,10 @@ public final class Uploads implements AutoCloseable {
         for (Long handle : List.copyOf(uploads.keySet())) {
             abort(handle);
         }
+        partSenders.shutdown();
         uploaders.shutdown();
         try {
-            if (!uploaders.awaitTermination(30, TimeUnit.SECONDS)) {
+            if (!partSenders.awaitTermination(30, TimeUnit.SECONDS) || !uploaders.awaitTermination(30, TimeUnit.SECONDS)) {
                 LOG.warn("uploads still running at unmount: their parts stay in the store until a lifecycle rule removes them");
             }
         } catch (InterruptedException e) {

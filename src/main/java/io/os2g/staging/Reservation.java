@@ -44,6 +44,11 @@ public final class Reservation {
         return pages.clone();
     }
 
+    /** Sends {@code length} bytes from {@code offset} of the reservation to {@code channel} (a socket), with no copy here. */
+    public void transferTo(long offset, long length, java.nio.channels.WritableByteChannel channel) throws IOException {
+        index.region().transferTo(pages, offset, length, channel);
+    }
+
     /** Copies {@code target.byteSize()} bytes from {@code offset} of the reservation into {@code target}. */
     public void copyOut(long offset, MemorySegment target) {
         index.region().copyOut(pages, offset, target);

@@ -4,6 +4,9 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.io.RandomAccessFile;
+import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -132,6 +135,66 @@ public final class StagingRegion implements AutoCloseable {
     /** Copies {@code target.byteSize()} bytes from {@code offset} of the run of {@code pages} into {@code target}. */
     void copyOut(int[] pages, long offset, MemorySegment target) {
         forEachRun(pages, offset, target.byteSize(), (page, within, done, n) -> copyFromPages(page, within, target, done, n));
+    }
+
+    /**
+     * Sends {@code length} bytes from {@code offset} of the run of {@code pages} to {@code channel} (a
+     * socket): sendfile(2) from the segment files, no copy through this process. Each call opens the
+     * segments it needs for itself: an interrupt closes only its own channels.
+     */
+    void transferTo(int[] pages, long offset, long length, WritableByteChannel channel) throws IOException {
+        java.util.Map<Integer, FileChannel> open = new java.util.HashMap<>();
+        try {
+            IOException[] failure = new IOException[1];
+            forEachRun(pages, offset, length, (page, within, done, n) -> {
+                if (failure[0] != null) {
+                    return;
+                }
+                try {
+                    FileChannel segment = open.get(page / pagesPerSegment);
+                    if (segment == null) {
+                        segment = FileChannel.open(files.get(page / pagesPerSegment), StandardOpenOption.READ);
+                        open.put(page / pagesPerSegment, segment);
+                    }
+                    long at = offsetInSegment(page) + within;
+                    for (long sent = 0; sent < n; ) {
+                        long k = segment.transferTo(at + sent, n - sent, channel);
+                        if (k <= 0) {
+                            // a socket the JDK made non-blocking (a virtual thread used it) takes no more now:
+                            // the rest of the run goes through a buffer, with the channel's own wait
+                            copy(segment, at + sent, n - sent, channel);
+                            break;
+                        }
+                        sent += k;
+                    }
+                } catch (IOException e) {
+                    failure[0] = e;
+                }
+            });
+            if (failure[0] != null) {
+                throw failure[0];
+            }
+        } finally {
+            for (FileChannel c : open.values()) {
+                c.close();
+            }
+        }
+    }
+
+    private static void copy(FileChannel segment, long at, long length, WritableByteChannel channel) throws IOException {
+        java.nio.ByteBuffer buffer = java.nio.ByteBuffer.allocate((int) Math.min(length, 256 << 10));
+        for (long done = 0; done < length; ) {
+            buffer.clear().limit((int) Math.min(buffer.capacity(), length - done));
+            int n = segment.read(buffer, at + done);
+            if (n <= 0) {
+                throw new IOException("staging segment ends before offset " + (at + done));
+            }
+            buffer.flip();
+            while (buffer.hasRemaining()) {
+                channel.write(buffer);
+            }
+            done += n;
+        }
     }
 
     private interface Run {

@@ -63,6 +63,12 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
     private volatile Target target;
     /** GETs whose bodies are read from the socket by the caller, for a plain-HTTP endpoint; null after one it could not read. */
     private volatile SocketGet socketGet;
+    /**
+     * The uploads' connections, apart from the GETs': a socket a virtual thread has used is non-blocking
+     * for good, and sendfile to it returns at once when its buffer is full. Parts are sent from platform
+     * threads, so theirs stay blocking. Null where {@link #socketGet} is.
+     */
+    private volatile SocketGet socketPut;
 
     /** The bucket's address, signer and clients for one region. */
     private record Target(String region, MinioClient client, MinioAsyncClient uploads, BucketEndpoint endpoint,
@@ -91,8 +97,9 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
         try {
             this.http = http(config);
             this.target = target(config.region());
-            this.socketGet = "http".equals(config.endpoint().getScheme()) && direct(config.endpoint(), PROXIES)
-                    ? new SocketGet(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections()) : null;
+            boolean plain = "http".equals(config.endpoint().getScheme()) && direct(config.endpoint(), PROXIES);
+            this.socketGet = plain ? new SocketGet(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections()) : null;
+            this.socketPut = plain ? new SocketGet(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections()) : null;
         } catch (RuntimeException e) {
             credentials.close(); // no renewals for a store that was never made
             throw e;
@@ -129,7 +136,7 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
         }
         BucketEndpoint endpoint = new BucketEndpoint(client, config, region, credentials);
         return new Target(region, client, uploads, endpoint, new RangedGet(http, endpoint), new ListObjectsV2(http, endpoint),
-                new StreamedPut(http, endpoint));
+                new StreamedPut(http, endpoint, () -> socketPut));
     }
 
     /**
@@ -152,6 +159,11 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
             // its kept connections may be to the old region's host
             socketGet = new SocketGet(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections());
             old.close();
+        }
+        SocketGet oldPut = socketPut;
+        if (oldPut != null) {
+            socketPut = new SocketGet(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections());
+            oldPut.close();
         }
         return true;
     }
@@ -596,9 +608,10 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
     @Override
     public void close() {
         credentials.close();
-        SocketGet direct = socketGet;
-        if (direct != null) {
-            direct.close();
+        for (SocketGet sockets : new SocketGet[] {socketGet, socketPut}) {
+            if (sockets != null) {
+                sockets.close();
+            }
         }
         http.dispatcher().executorService().shutdown();
         http.connectionPool().evictAll();

@@ -18,6 +18,16 @@ public interface ObjectUploads {
 
         /** Writes all {@link #length()} bytes to {@code out}. */
         void writeTo(java.io.OutputStream out) throws java.io.IOException;
+
+        /**
+         * Writes all {@link #length()} bytes to {@code channel} (a socket): a body held in files may send
+         * them with no copy through this process (sendfile).
+         */
+        default void transferTo(java.nio.channels.WritableByteChannel channel) throws java.io.IOException {
+            java.io.OutputStream out = java.nio.channels.Channels.newOutputStream(channel);
+            writeTo(out);
+            out.flush();
+        }
     }
 
     /** Starts a multipart upload of {@code key}; returns its upload id. Nothing is visible until it completes. */

@@ -26,7 +26,7 @@ import okhttp3.Request;
 
 /**
  * Ranged GETs over plain HTTP/1.1 on connections of its own, whose bodies the caller reads from the
- * socket itself ({@link Body} is a {@link ReadableByteChannel} too): the agent reads a chunk into
+ * socket itself (and the PUTs of uploads, whose bodies the caller writes to it: from staging, sendfile) ({@link Body} is a {@link ReadableByteChannel} too): the agent reads a chunk into
  * native memory and pwrites it into staging, where OkHttp's stream copies every byte three more times
  * in Java (its socket buffer, okio's segments, the caller's array): an agent on few cores is limited by
  * its CPU per byte (docs/PERFORMANCE.md).
@@ -106,6 +106,63 @@ final class SocketGet implements AutoCloseable {
                 }
                 if (connection.reused && !connection.answered) {
                     continue; // closed by the server while it was idle: the GET was never seen
+                }
+                throw e;
+            } catch (RuntimeException e) {
+                connection.close();
+                throw e;
+            } finally {
+                deadline.cancel(false);
+            }
+        }
+    }
+
+    /**
+     * Sends {@code request} (a signed PUT, no body of its own) with {@code body} written straight to the
+     * socket, and returns the answer's ETag without quotes; throws {@link StoreException} for an error
+     * answer and {@link IOException} for a transport failure (an {@link InterruptedIOException} at the
+     * deadline). A connection the server closed while it sat idle is replaced once: the body is sent again.
+     */
+    String put(Request request, ObjectUploads.Body body, String what) throws IOException {
+        if (!request.url().scheme().equals("http")) {
+            throw new IllegalArgumentException("plain HTTP only: " + request.url());
+        }
+        byte[] head = requestHead(request.newBuilder().header("Content-Length", Integer.toString(body.length())).build());
+        for (;;) {
+            Connection connection = take(request.url());
+            ScheduledFuture<?> deadline = DEADLINES.schedule(connection::expire, callTimeout.toNanos(), TimeUnit.NANOSECONDS);
+            try {
+                ByteBuffer out = ByteBuffer.wrap(head);
+                while (out.hasRemaining()) {
+                    connection.channel.write(out);
+                }
+                body.transferTo(connection.channel);
+                Head answer = connection.readHead();
+                long contentLength = answer.contentLength();
+                byte[] text = new Body(connection, contentLength < 0 ? 0 : Math.min(contentLength, ErrorAnswer.MAX_BODY)).readAllBytes();
+                if (answer.status() != 200) {
+                    connection.close();
+                    throw ErrorAnswer.of(answer.status(), text, answer.header(ErrorAnswer.REGION_HEADER)).failure(what);
+                }
+                String etag = answer.header("etag");
+                if (etag == null) {
+                    connection.close();
+                    throw new StoreException(StoreException.Kind.PROTOCOL, "PUT answered without an ETag: " + what, null);
+                }
+                boolean whole = contentLength >= 0 && text.length == contentLength;
+                if (deadline.cancel(false) && whole && answer.keepAlive()) {
+                    giveBack(connection);
+                } else {
+                    connection.close();
+                }
+                return etag.length() >= 2 && etag.startsWith("\"") && etag.endsWith("\"") ? etag.substring(1, etag.length() - 1) : etag;
+            } catch (IOException e) {
+                connection.close();
+                if (connection.expired) {
+                    throw new InterruptedIOException("timeout: no whole answer within " + callTimeout.toMillis() + " ms");
+                }
+                if (connection.reused && !connection.answered) {
+                    continue; // closed by the server while it was idle: the PUT was never taken
                 }
                 throw e;
             } catch (RuntimeException e) {

@@ -68,6 +68,73 @@ class ExtentIndexTest {
     }
 
     @Test
+    void aSocketThatTakesNoMoreNowGetsTheRestThroughABuffer() throws Exception {
+        ExtentIndex index = index(128L * PAGE, Duration.ofSeconds(1));
+        Reservation part = index.reserveForUpload(100 * PAGE);
+        byte[] bytes = new byte[100 * PAGE];
+        new java.util.Random(9).nextBytes(bytes);
+        index.view().writePages(part.pages(), 0, MemorySegment.ofArray(bytes));
+        try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()
+                .bind(new java.net.InetSocketAddress("127.0.0.1", 0));
+             java.nio.channels.SocketChannel client = java.nio.channels.SocketChannel.open(server.getLocalAddress());
+             java.nio.channels.SocketChannel peer = server.accept()) {
+            client.configureBlocking(false); // as a socket a virtual thread has used: sendfile returns 0 when it is full
+            java.util.concurrent.CompletableFuture<byte[]> received = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    Thread.sleep(200); // the socket's buffers fill first
+                    java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
+                    java.nio.ByteBuffer buffer = java.nio.ByteBuffer.allocate(1 << 16);
+                    while (got.size() < bytes.length) {
+                        int n = peer.read(buffer.clear());
+                        if (n < 0) {
+                            break;
+                        }
+                        got.write(buffer.array(), 0, n);
+                    }
+                    return got.toByteArray();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            part.transferTo(0, bytes.length, client);
+            assertArrayEquals(bytes, received.get(10, java.util.concurrent.TimeUnit.SECONDS));
+        }
+        part.cancel();
+    }
+
+    @Test
+    void anUploadsPagesTakeWritesAnywhereAndSendTheirBytesInOrder() throws Exception {
+        ExtentIndex index = index(16L * PAGE, Duration.ofSeconds(1));
+        // scatter the free pages: the next reservation's runs cross segments and skip pages
+        Reservation a = index.reserveForUpload(3 * PAGE);
+        Reservation b = index.reserveForUpload(2 * PAGE);
+        a.cancel();
+        Reservation part = index.reserveForUpload(5 * PAGE + 123);
+        assertEquals(6L * PAGE, index.uploadBytes() - 2L * PAGE);
+        byte[] bytes = new byte[5 * PAGE + 123];
+        new java.util.Random(8).nextBytes(bytes);
+        int[] pages = part.pages();
+        for (int at = 0; at < bytes.length; at += 1000) { // odd-sized writes, across page boundaries
+            int n = Math.min(1000, bytes.length - at);
+            index.view().writePages(pages, at, MemorySegment.ofArray(java.util.Arrays.copyOfRange(bytes, at, at + n)));
+        }
+        java.nio.file.Path out = tmp.resolve("sent");
+        try (java.nio.channels.FileChannel sink = java.nio.channels.FileChannel.open(out,
+                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE)) {
+            part.transferTo(100, bytes.length - 100, sink);
+        }
+        assertArrayEquals(java.util.Arrays.copyOfRange(bytes, 100, bytes.length), java.nio.file.Files.readAllBytes(out));
+        byte[] copied = new byte[bytes.length];
+        part.copyOut(0, MemorySegment.ofArray(copied));
+        assertArrayEquals(bytes, copied);
+        assertThrows(IndexOutOfBoundsException.class, () -> index.view().writePages(pages, 6L * PAGE - 10, MemorySegment.ofArray(new byte[20])));
+        part.cancel();
+        b.cancel();
+        assertEquals(0, index.uploadBytes(), "every upload page given back");
+        assertEquals(0, index.inFlightBytes(), "counted apart from fetches");
+    }
+
+    @Test
     void stagedBytesReadBackAcrossPageAndSegmentBoundaries() throws IOException {
         ExtentIndex index = index(16L * PAGE, Duration.ofSeconds(1));
         byte[] body = pattern(5 * PAGE + 123, 1); // spans two segments of 4 pages
