@@ -246,6 +246,27 @@ def test_a_writer_killed_mid_file_publishes_nothing_and_leaves_no_parts(rw):
     assert stats(m)["writes"]["aborted"] >= 1
 
 
+def test_a_mount_stopped_mid_file_aborts_the_upload(store):
+    bucket = store.bucket("it-writes-stopped")
+    m = Mount(store, bucket, ["--allow-writes", "--staging-size", STAGING])
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(m.path / "cut.bin")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "written"
+        deadline = time.time() + 20
+        while not pending_uploads(store, bucket) and time.time() < deadline:
+            time.sleep(0.1)
+        assert pending_uploads(store, bucket), "parts went up while it was written"
+        assert m.stop() == 0  # SIGTERM with the file still open for writing
+    finally:
+        writer.kill()
+        writer.wait(30)
+    deadline = time.time() + 20
+    while pending_uploads(store, bucket) and time.time() < deadline:
+        time.sleep(0.2)
+    assert pending_uploads(store, bucket) == [], "the unmount aborted the upload"
+    assert keys(store, bucket, "") == set()
+
+
 def test_uploads_are_counted_in_the_stats_and_the_metrics(rw):
     server, bucket, m = rw
     before = stats(m)

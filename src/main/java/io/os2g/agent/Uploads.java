@@ -89,6 +89,8 @@ public final class Uploads implements AutoCloseable {
         boolean ended;
         /** Its multipart upload is aborted, or will be once its parts settle. */
         boolean dropped;
+        /** Complete once the store dropped the upload (or could not). */
+        final CompletableFuture<Void> droppedInStore = new CompletableFuture<>();
 
         Upload(String key) {
             this.key = key;
@@ -358,16 +360,21 @@ public final class Uploads implements AutoCloseable {
      * is aborted in the store. Nothing is published.
      */
     public void abort(long handle) {
+        abortUpload(handle);
+    }
+
+    /** {@link #abort}; the future completes once the store has dropped the upload (or could not). */
+    private CompletableFuture<Void> abortUpload(long handle) {
         Upload upload = uploads.remove(handle);
         if (upload == null) {
-            return;
+            return CompletableFuture.completedFuture(null);
         }
         if (upload.failure == null) {
             upload.failure = new AgentException(Errno.EIO, upload.key + ": aborted", null);
         }
         upload.open.values().forEach(this::giveBack);
         upload.open.clear();
-        dropInStore(upload);
+        return dropInStore(upload);
     }
 
     /**
@@ -375,12 +382,12 @@ public final class Uploads implements AutoCloseable {
      * abort would stay in the store), once. The pages handed to the writer stay its own until it lets
      * the file go ({@link #abort}): it may be copying into them now.
      */
-    private void dropInStore(Upload upload) {
+    private CompletableFuture<Void> dropInStore(Upload upload) {
         List<CompletableFuture<String>> parts;
         CompletableFuture<String> uploadId;
         synchronized (upload) {
             if (upload.dropped) {
-                return;
+                return upload.droppedInStore;
             }
             upload.dropped = true;
             upload.ended = true;
@@ -389,7 +396,8 @@ public final class Uploads implements AutoCloseable {
         }
         uploadsAborted.increment();
         if (uploadId == null) {
-            return;
+            upload.droppedInStore.complete(null);
+            return upload.droppedInStore;
         }
         CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).handle((ignored, failure) -> null)
                 .thenCombine(uploadId, (ignored, id) -> id)
@@ -400,7 +408,9 @@ public final class Uploads implements AutoCloseable {
                         LOG.warn("could not abort the upload of {} ({}): its parts stay in the store until a lifecycle rule removes them",
                                 upload.key, e.getMessage());
                     }
-                }, uploaders);
+                }, uploaders)
+                .whenComplete((ignored, failure) -> upload.droppedInStore.complete(null));
+        return upload.droppedInStore;
     }
 
     private List<String> await(Upload upload, List<CompletableFuture<String>> parts) {
@@ -468,8 +478,17 @@ public final class Uploads implements AutoCloseable {
     /** Aborts every file still being written (the mount is going away: none of them was closed). */
     @Override
     public void close() {
+        List<CompletableFuture<Void>> aborted = new ArrayList<>();
         for (Long handle : List.copyOf(uploads.keySet())) {
-            abort(handle);
+            aborted.add(abortUpload(handle));
+        }
+        try {
+            // before the executors and the store go: an upload left in the store is billed until a lifecycle rule
+            CompletableFuture.allOf(aborted.toArray(CompletableFuture[]::new)).get(waitForRoom.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            LOG.warn("uploads still being aborted at unmount: their parts stay in the store until a lifecycle rule removes them");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
         partSenders.shutdown();
         uploaders.shutdown();
