@@ -87,25 +87,43 @@ final class SocketGet implements AutoCloseable {
             throw new IllegalArgumentException("plain HTTP only: " + request.url());
         }
         byte[] head = requestHead(request);
+        onConnection(request.url(), connection -> new Outcome<>(null, exchange(connection, head, offset, length, what, reader)));
+    }
+
+    /** What one request on a connection gave, and whether the connection may serve another. */
+    private record Outcome<T>(T value, boolean reusable) {
+    }
+
+    @FunctionalInterface
+    private interface Exchange<T> {
+        Outcome<T> on(Connection connection) throws IOException;
+    }
+
+    /**
+     * Runs one request on a kept or new connection to {@code url}'s server within the call's deadline,
+     * and keeps the connection where the exchange says it may be; a kept connection the server closed
+     * while it sat idle (no byte of an answer came) is replaced once, as the request was never seen.
+     */
+    private <T> T onConnection(HttpUrl url, Exchange<T> exchange) throws IOException {
         for (;;) {
-            Connection connection = take(request.url());
+            Connection connection = take(url);
             ScheduledFuture<?> deadline = DEADLINES.schedule(connection::expire, callTimeout.toNanos(), TimeUnit.NANOSECONDS);
             try {
-                boolean reusable = exchange(connection, head, offset, length, what, reader);
+                Outcome<T> outcome = exchange.on(connection);
                 // a deadline that fired as the answer ended has closed the socket: not one to keep
-                if (deadline.cancel(false) && reusable) {
+                if (deadline.cancel(false) && outcome.reusable()) {
                     giveBack(connection);
                 } else {
                     connection.close();
                 }
-                return;
+                return outcome.value();
             } catch (IOException e) {
                 connection.close();
                 if (connection.expired) {
                     throw new InterruptedIOException("timeout: no whole answer within " + callTimeout.toMillis() + " ms");
                 }
                 if (connection.reused && !connection.answered) {
-                    continue; // closed by the server while it was idle: the GET was never seen
+                    continue; // closed by the server while it was idle: the request was never seen
                 }
                 throw e;
             } catch (RuntimeException e) {
@@ -128,50 +146,26 @@ final class SocketGet implements AutoCloseable {
             throw new IllegalArgumentException("plain HTTP only: " + request.url());
         }
         byte[] head = requestHead(request.newBuilder().header("Content-Length", Integer.toString(body.length())).build());
-        for (;;) {
-            Connection connection = take(request.url());
-            ScheduledFuture<?> deadline = DEADLINES.schedule(connection::expire, callTimeout.toNanos(), TimeUnit.NANOSECONDS);
-            try {
-                ByteBuffer out = ByteBuffer.wrap(head);
-                while (out.hasRemaining()) {
-                    connection.channel.write(out);
-                }
-                body.transferTo(connection.channel);
-                Head answer = connection.readHead();
-                long contentLength = answer.contentLength();
-                byte[] text = new Body(connection, contentLength < 0 ? 0 : Math.min(contentLength, ErrorAnswer.MAX_BODY)).readAllBytes();
-                if (answer.status() != 200) {
-                    connection.close();
-                    throw ErrorAnswer.of(answer.status(), text, answer.header(ErrorAnswer.REGION_HEADER)).failure(what);
-                }
-                String etag = answer.header("etag");
-                if (etag == null) {
-                    connection.close();
-                    throw new StoreException(StoreException.Kind.PROTOCOL, "PUT answered without an ETag: " + what, null);
-                }
-                boolean whole = contentLength >= 0 && text.length == contentLength;
-                if (deadline.cancel(false) && whole && answer.keepAlive()) {
-                    giveBack(connection);
-                } else {
-                    connection.close();
-                }
-                return etag.length() >= 2 && etag.startsWith("\"") && etag.endsWith("\"") ? etag.substring(1, etag.length() - 1) : etag;
-            } catch (IOException e) {
-                connection.close();
-                if (connection.expired) {
-                    throw new InterruptedIOException("timeout: no whole answer within " + callTimeout.toMillis() + " ms");
-                }
-                if (connection.reused && !connection.answered) {
-                    continue; // closed by the server while it was idle: the PUT was never taken
-                }
-                throw e;
-            } catch (RuntimeException e) {
-                connection.close();
-                throw e;
-            } finally {
-                deadline.cancel(false);
+        return onConnection(request.url(), connection -> {
+            ByteBuffer out = ByteBuffer.wrap(head);
+            while (out.hasRemaining()) {
+                connection.channel.write(out);
             }
-        }
+            body.transferTo(connection.channel);
+            Head answer = connection.readHead();
+            long contentLength = answer.contentLength();
+            byte[] text = new Body(connection, contentLength < 0 ? 0 : Math.min(contentLength, ErrorAnswer.MAX_BODY)).readAllBytes();
+            if (answer.status() != 200) {
+                throw ErrorAnswer.of(answer.status(), text, answer.header(ErrorAnswer.REGION_HEADER)).failure(what);
+            }
+            String etag = answer.header("etag");
+            if (etag == null) {
+                throw new StoreException(StoreException.Kind.PROTOCOL, "PUT answered without an ETag: " + what, null);
+            }
+            boolean whole = contentLength >= 0 && text.length == contentLength;
+            String unquoted = etag.length() >= 2 && etag.startsWith("\"") && etag.endsWith("\"") ? etag.substring(1, etag.length() - 1) : etag;
+            return new Outcome<>(unquoted, whole && answer.keepAlive());
+        });
     }
 
     /** Returns whether the connection may serve another GET. */
