@@ -77,6 +77,13 @@ def test_staging_size_below_one_chunk(s3, mnt):
     refused(r, "--staging-size")
 
 
+def test_write_options_that_cannot_work(s3, mnt):
+    refused(run_os2g("mount", "data", str(mnt), "--endpoint", s3.endpoint, "--allow-delete"), "--allow-delete needs --allow-writes")
+    refused(run_os2g("mount", "data", str(mnt), "--endpoint", s3.endpoint, "--allow-overwrite"), "--allow-overwrite needs")
+    refused(run_os2g("mount", "data", str(mnt), "--endpoint", s3.endpoint, "--allow-writes", "--staging-size", "16M",
+                     "--chunk-size", "1M"), "--allow-writes needs --staging-size of at least 32M")
+
+
 def test_unknown_option(mnt):
     refused(run_os2g("mount", "data", str(mnt), "--no-such-option"), "no-such-option", "--help")
 

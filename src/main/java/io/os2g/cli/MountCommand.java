@@ -75,6 +75,9 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--dir-mode", paramLabel = "MODE", description = "Permission bits of directories (default: 0555, 0755 with --allow-writes).")
     String dirMode;
 
+    /** Half of it holds parts waiting for their upload: room for two parts of 8 MiB (S3's parts are at least 5 MiB). */
+    private static final long MIN_WRITE_STAGING = 32L << 20;
+
     @Option(names = "--allow-writes",
             description = "Let new files be written (in order, published whole at close) and directories made; see docs/WRITES.md.")
     boolean allowWrites;
@@ -221,6 +224,10 @@ final class MountCommand implements Callable<Integer> {
 
         if ((allowOverwrite || allowDelete) && !allowWrites) {
             throw new UsageError((allowOverwrite ? "--allow-overwrite" : "--allow-delete") + " needs --allow-writes");
+        }
+        if (allowWrites && staging < MIN_WRITE_STAGING) {
+            throw new UsageError("--allow-writes needs --staging-size of at least " + Sizes.format(MIN_WRITE_STAGING)
+                    + " (written files are uploaded from it in parts of 8M): " + stagingSize);
         }
         FsConfig fs = new FsConfig(uid != null ? uid : CallerIds.uid(), gid != null ? gid : CallerIds.gid(),
                 parseMode("--file-mode", fileMode != null ? fileMode : allowWrites ? "0644" : "0444"),
