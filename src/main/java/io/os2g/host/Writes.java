@@ -277,8 +277,7 @@ final class Writes {
                 throw new Refused(Errno.EINVAL, h.file.key() + ": written bytes cannot be truncated or extended ("
                         + h.size + " -> " + changes.size() + ")");
             }
-            if (changes.any(Changes.MODE | Changes.UID
-                    | Changes.GID)) {
+            if (changes.any(Changes.MODE | Changes.UID | Changes.GID)) {
                 throw new Refused(Errno.EPERM, h.file.key() + ": objects have no owner or mode to change");
             }
             if (changes.any(Changes.ATIME | Changes.MTIME)) {

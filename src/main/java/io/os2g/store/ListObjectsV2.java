@@ -118,7 +118,7 @@ final class ListObjectsV2 {
                             }
                             case "CommonPrefixes" -> inPrefixes = true;
                             case "Key" -> key = inContents ? xml.getElementText() : key;
-                            case "ETag" -> etag = inContents ? unquote(xml.getElementText()) : etag;
+                            case "ETag" -> etag = inContents ? ObjectSummary.unquote(xml.getElementText()) : etag;
                             case "Size" -> size = inContents ? Long.parseLong(xml.getElementText().strip()) : size;
                             case "LastModified" -> modified = inContents ? Instant.parse(xml.getElementText().strip()).toEpochMilli() : modified;
                             case "Prefix" -> {
@@ -168,10 +168,5 @@ final class ListObjectsV2 {
 
     private static String decode(String encoded) {
         return URLDecoder.decode(encoded, StandardCharsets.UTF_8);
-    }
-
-    private static String unquote(String etag) {
-        String e = etag.strip();
-        return e.length() >= 2 && e.startsWith("\"") && e.endsWith("\"") ? e.substring(1, e.length() - 1) : e;
     }
 }

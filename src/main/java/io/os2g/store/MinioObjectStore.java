@@ -416,7 +416,7 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
         try {
             java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(body.length());
             body.writeTo(bytes);
-            String etag = unquote(signed.put(bytes.toByteArray()));
+            String etag = ObjectSummary.unquote(signed.put(bytes.toByteArray()));
             if (refused != null && streamedPuts) {
                 streamedPuts = false; // the parts in flight with this one may log it too: a line or two
                 LOG.info("{} refused an unsigned, streamed PUT ({}): uploads are signed whole from now on", config.endpoint(),
@@ -440,7 +440,7 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
                 Target t = target;
                 String etag = await(t.uploads().completeMultipartUploadAsync(config.bucket(), t.region(), key, uploadId,
                         parts, null, null)).etag();
-                return new ObjectSummary(key, size, unquote(etag), System.currentTimeMillis());
+                return new ObjectSummary(key, size, ObjectSummary.unquote(etag), System.currentTimeMillis());
             } catch (Exception e) {
                 throw classify(e, key);
             }
@@ -484,7 +484,7 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
                             .sources(List.of(io.minio.ComposeSource.builder().bucket(config.bucket()).object(from).build()))
                             .build()).etag();
                 }
-                return new ObjectSummary(to, size, unquote(etag), System.currentTimeMillis());
+                return new ObjectSummary(to, size, ObjectSummary.unquote(etag), System.currentTimeMillis());
             } catch (Exception e) {
                 throw classify(e, from + " -> " + to);
             }
@@ -517,11 +517,6 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
             Thread.currentThread().interrupt();
             throw new InterruptedIOException("interrupted");
         }
-    }
-
-    private static String unquote(String etag) {
-        return etag != null && etag.length() >= 2 && etag.startsWith("\"") && etag.endsWith("\"")
-                ? etag.substring(1, etag.length() - 1) : etag == null ? "" : etag;
     }
 
     /**

@@ -163,8 +163,7 @@ final class SocketGet implements AutoCloseable {
                 throw new StoreException(StoreException.Kind.PROTOCOL, "PUT answered without an ETag: " + what, null);
             }
             boolean whole = contentLength >= 0 && text.length == contentLength;
-            String unquoted = etag.length() >= 2 && etag.startsWith("\"") && etag.endsWith("\"") ? etag.substring(1, etag.length() - 1) : etag;
-            return new Outcome<>(unquoted, whole && answer.keepAlive());
+            return new Outcome<>(ObjectSummary.unquote(etag), whole && answer.keepAlive());
         });
     }
 

@@ -59,7 +59,7 @@ final class StreamedPut {
             if (etag == null) {
                 throw new StoreException(StoreException.Kind.PROTOCOL, "PUT answered without an ETag: key=" + key, null);
             }
-            return etag.length() >= 2 && etag.startsWith("\"") && etag.endsWith("\"") ? etag.substring(1, etag.length() - 1) : etag;
+            return ObjectSummary.unquote(etag);
         }
     }
 
