@@ -9,11 +9,12 @@ import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import Mount, mounted, payload, sha256
+from conftest import CREDENTIALS_ENV, ROOT, Mount, mounted, payload, sha256
 
 CHUNK = 1 << 20  # the suite mounts with --chunk-size 1M so that chunk edges are cheap to cross
 
@@ -187,3 +188,35 @@ def test_fusermount_u_ends_the_mount_process(s3):
     os.system(f"fusermount3 -u {m.path}")
     assert m.proc.wait(30) == 0
     assert not m.staging.exists()
+
+
+def test_a_mount_passed_as_a_descriptor(s3, tmp_path):
+    """As a CSI plugin does: a privileged process mounts with fd=N and hands /dev/fd/N to os2g."""
+    import ctypes
+    files = {f"d/f{i}": payload(300_000 + i, 40 + i) for i in range(4)}
+    s3.bucket("it-fd", files)
+    target = tmp_path / "mnt"
+    target.mkdir()
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open("/dev/fuse", os.O_RDWR)
+    data = f"fd={fd},rootmode=40000,user_id=0,group_id=0,allow_other".encode()
+    assert libc.mount(b"it-fd", str(target).encode(), b"fuse.os2g", 6, data) == 0, os.strerror(ctypes.get_errno())
+    log = open(tmp_path / "mount.log", "w+")
+    proc = subprocess.Popen([str(ROOT / "os2g"), "mount", "it-fd", f"/dev/fd/{fd}", "--endpoint", s3.endpoint,
+                             "--staging-size", "16M"], pass_fds=[fd], stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, **CREDENTIALS_ENV})
+    os.close(fd)  # the mount is os2g's now
+    try:
+        deadline = time.time() + 90
+        while " mounted " not in (tmp_path / "mount.log").read_text():
+            assert proc.poll() is None and time.time() < deadline, (tmp_path / "mount.log").read_text()
+            time.sleep(0.05)
+        staging = [p for p in Path("/dev/shm/os2g").iterdir() if p.name == f"fd-{proc.pid}"]
+        assert staging, "the staging dir is named after the process"
+        for key, data in files.items():
+            assert sha256((target / key).read_bytes()) == sha256(data)
+        assert sorted(os.listdir(target / "d")) == ["f0", "f1", "f2", "f3"]
+    finally:
+        subprocess.run(["umount", str(target)], check=True)  # the mounter unmounts
+    assert proc.wait(30) == 0, (tmp_path / "mount.log").read_text()
+    assert not staging[0].exists(), "the staging dir is removed when the session ends"

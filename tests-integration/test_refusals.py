@@ -62,6 +62,12 @@ def test_mountpoint_missing_or_not_a_directory(s3, mnt):
     refused(run_os2g("mount", "data", str(f), "--endpoint", s3.endpoint), "not a directory")
 
 
+def test_mountpoint_a_descriptor_that_is_not_a_fuse_mount(s3):
+    # run_os2g's stdin is the test's: an open descriptor, but not /dev/fuse
+    refused(run_os2g("mount", "data", "/dev/fd/0", "--endpoint", s3.endpoint), "/dev/fd/0", "not a /dev/fuse descriptor")
+    refused(run_os2g("mount", "data", "/dev/fd/987", "--endpoint", s3.endpoint), "not an open descriptor")
+
+
 def test_mountpoint_already_a_mount(s3):
     s3.bucket("it-busy", {"a": b"1"})
     m = Mount(s3, "it-busy")

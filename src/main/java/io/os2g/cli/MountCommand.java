@@ -10,6 +10,7 @@ import io.os2g.runtime.Sizes;
 import io.os2g.runtime.StagingSizeAuto;
 import io.os2g.runtime.UsageError;
 import io.os2g.staging.StagingConfig;
+import io.os2g.staging.StagingDirectory;
 import io.os2g.store.StoreConfig;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -41,7 +42,8 @@ final class MountCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "BUCKET[/PREFIX]", description = "Bucket, optionally with a prefix to mount as the root.")
     String source;
 
-    @Parameters(index = "1", paramLabel = "MOUNTPOINT", description = "An existing empty directory.")
+    @Parameters(index = "1", paramLabel = "MOUNTPOINT", description = {"An existing empty directory; or /dev/fd/N, a FUSE mount another process made",
+            "(mount(2) with fd=N) and passed on open: served here, unmounted by that process."})
     String mountPoint;
 
     @Mixin
@@ -219,7 +221,12 @@ final class MountCommand implements Callable<Integer> {
                 store.maxFetches, dirPrefetch);
 
         Duration ttl = parseTtl(metadataTtl);
-        Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize() : Path.of("/dev/shm/os2g", mountId(mount));
+        boolean preOpened = Preflight.preOpened(mount);
+        if (preOpened && daemon) {
+            throw new UsageError("--daemon cannot pass on a /dev/fd mount point: the process that mounted it runs this one");
+        }
+        Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize()
+                : preOpened ? preOpenedStagingDir() : Path.of("/dev/shm/os2g", mountId(mount));
         StagingConfig stagingConfig = StagingConfig.of(dir, staging, readDeadline);
 
         if ((allowOverwrite || allowDelete) && !allowWrites) {
@@ -287,6 +294,16 @@ final class MountCommand implements Callable<Integer> {
         } catch (NumberFormatException e) {
             throw new UsageError(option + " must be an octal mode such as 0444: " + text);
         }
+    }
+
+    /**
+     * The staging dir of a mount passed on open, whose mount point this process does not know: named
+     * after the process, with those of dead ones removed (a mount point's is reclaimed by the next mount).
+     */
+    private static Path preOpenedStagingDir() {
+        Path parent = Path.of("/dev/shm/os2g");
+        StagingDirectory.removeDead(parent, "fd-");
+        return parent.resolve("fd-" + ProcessHandle.current().pid());
     }
 
     /** A short stable name for a mount point, so a crashed mount's staging dir is reclaimed by the next. */

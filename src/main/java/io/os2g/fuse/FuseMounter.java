@@ -1,21 +1,57 @@
 package io.os2g.fuse;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalInt;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Makes and removes a FUSE mount and hands back its /dev/fuse descriptor: as root with mount(2)
  * directly; as another user through fusermount3 (setuid root), which mounts and sends the descriptor
- * back over a socket named in {@code _FUSE_COMMFD}, as libfuse does.
+ * back over a socket named in {@code _FUSE_COMMFD}, as libfuse does. A mount made by another process
+ * arrives as its descriptor: {@code /dev/fd/N} as the mount point ({@link #preOpened}).
  */
 public final class FuseMounter {
 
     private static final long MS_NOSUID = 2;
     private static final long MS_NODEV = 4;
+    private static final long MS_RDONLY = 1;
+    private static final long MS_REMOUNT = 32;
     private static final int MNT_DETACH = 2;
 
+    private static final Pattern DESCRIPTOR = Pattern.compile("/dev/fd/(\\d{1,9})");
+
     private FuseMounter() {
+    }
+
+    /**
+     * The descriptor {@code N} when {@code mountPoint} is {@code /dev/fd/N}: a mount another process made
+     * (a Kubernetes CSI plugin, with mount(2) and {@code fd=N}) and passed on open, so that this process
+     * serves it without the privilege to mount. Empty for any other path.
+     *
+     * @throws IllegalArgumentException when N is not an open /dev/fuse descriptor of this process
+     */
+    public static OptionalInt preOpened(Path mountPoint) {
+        Matcher m = DESCRIPTOR.matcher(mountPoint.toString());
+        if (!m.matches()) {
+            return OptionalInt.empty();
+        }
+        int fd = Integer.parseInt(m.group(1));
+        Path link = Path.of("/proc/self/fd", Integer.toString(fd));
+        String target;
+        try {
+            target = Files.readSymbolicLink(link).toString();
+        } catch (IOException e) {
+            throw new IllegalArgumentException(mountPoint + " is not an open descriptor of this process");
+        }
+        if (!target.equals("/dev/fuse")) {
+            throw new IllegalArgumentException(mountPoint + " is " + target + ", not a /dev/fuse descriptor");
+        }
+        return OptionalInt.of(fd);
     }
 
     /**
@@ -72,6 +108,27 @@ public final class FuseMounter {
             }
             Native.close(pair[1]);
         }
+    }
+
+    /**
+     * Mounts as root (mount(2), fd=N) for another process to serve: it gets the descriptor as
+     * {@code /dev/fd/N} ({@link #preOpened}). Any user may enter; the kernel checks file modes.
+     *
+     * @throws IllegalStateException when /dev/fuse cannot be opened or the mount is refused
+     */
+    public static int mountForAnother(Path mountPoint, String source, boolean readOnly) {
+        String options = withMaxRead("allow_other,default_permissions", PipedReply.largestRead(Native.pageSize()));
+        int fd = mountAsRoot(mountPoint, source, "os2g", options, 0, 0);
+        if (readOnly) {
+            // the mount itself read-only too, so that no bind of it can be made writable
+            if (Native.mount("none", mountPoint.toString(), null, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, null) != 0) {
+                int errno = Native.errno();
+                unmount(mountPoint, 0);
+                Native.close(fd);
+                throw new IllegalStateException("read-only remount of " + mountPoint + " failed: errno " + errno);
+            }
+        }
+        return fd;
     }
 
     static int mountAsRoot(Path mountPoint, String source, String subtype, String options, int uid, int gid) {

@@ -171,8 +171,9 @@ final class Native {
 
     static int mount(String source, String target, String type, long flags, String data) {
         try (Arena arena = Arena.ofConfined()) {
-            return (int) MOUNT.invokeExact(STATE.get(), arena.allocateFrom(source), arena.allocateFrom(target),
-                    arena.allocateFrom(type), flags, arena.allocateFrom(data));
+            MemorySegment typeName = type == null ? MemorySegment.NULL : arena.allocateFrom(type);
+            MemorySegment options = data == null ? MemorySegment.NULL : arena.allocateFrom(data);
+            return (int) MOUNT.invokeExact(STATE.get(), arena.allocateFrom(source), arena.allocateFrom(target), typeName, flags, options);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory;
 /**
  * One kernel mount of an {@link Os2gFileSystem}, served by os2g's own FUSE session ({@link FuseSession}
  * on /dev/fuse). {@link #start} returns once the mount answers; {@link #awaitUnmount} sleeps until it
- * goes away, however it goes.
+ * goes away, however it goes. A mount point {@code /dev/fd/N} is a mount another process made and
+ * passed on open: this serves it, and that process unmounts it ({@link FuseMounter#preOpened}).
  */
 public final class FuseMount {
 
@@ -31,6 +32,8 @@ public final class FuseMount {
 
     private final Path mountPoint;
     private final List<String> options;
+    /** The descriptor of a mount another process made, or -1 when this one mounts. */
+    private final int preOpened;
     private FuseSession session;
     private int uid;
 
@@ -40,6 +43,11 @@ public final class FuseMount {
     public FuseMount(Path mountPoint, List<String> options) {
         this.mountPoint = mountPoint.toAbsolutePath().normalize();
         this.options = List.copyOf(options);
+        try {
+            this.preOpened = FuseMounter.preOpened(this.mountPoint).orElse(-1);
+        } catch (IllegalArgumentException e) {
+            throw new MountException(e.getMessage(), e);
+        }
     }
 
     public Path mountPoint() {
@@ -82,6 +90,13 @@ public final class FuseMount {
         Duration forever = Duration.ofDays(365);
         FuseSession.Timeouts timeouts = new FuseSession.Timeouts(entry != null ? entry : forever,
                 attributes != null ? attributes : forever, negative != null ? negative : Duration.ZERO);
+        if (preOpened >= 0) {
+            if (!kernel.isEmpty()) { // the mount's options were the mounter's to give
+                LOG.debug("{}: mounted by another process: {} not applied", mountPoint, String.join(",", kernel));
+            }
+            serve(preOpened, fs, timeouts, beforeServing);
+            return;
+        }
         int device;
         try {
             uid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).intValue();
@@ -109,7 +124,7 @@ public final class FuseMount {
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
             }
-            if (session == null && MountTable.isMountPoint(mountPoint)) {
+            if (session == null && preOpened < 0 && MountTable.isMountPoint(mountPoint)) {
                 FuseMounter.unmount(mountPoint, uid);
             }
             unmount();
@@ -143,8 +158,18 @@ public final class FuseMount {
         }
     }
 
-    /** Blocks until the mount goes away (fusermount -u, umount, or {@link #unmount}). */
+    /**
+     * Blocks until the mount goes away (fusermount -u, umount, or {@link #unmount}); for a pre-opened
+     * descriptor, whose mount point this process does not know, until the kernel ends the session.
+     */
     public void awaitUnmount() throws InterruptedException {
+        if (preOpened >= 0) {
+            FuseSession serving = session;
+            if (serving != null) {
+                serving.join();
+            }
+            return;
+        }
         MountTable.awaitUnmounted(mountPoint);
     }
 
@@ -154,6 +179,12 @@ public final class FuseMount {
             return;
         }
         try {
+            if (preOpened >= 0) {
+                // the mounter unmounts; closing the descriptor ends the connection (ENOTCONN until then)
+                session.close();
+                session = null;
+                return;
+            }
             if (MountTable.isMountPoint(mountPoint)) {
                 FuseMounter.unmount(mountPoint, uid);
             }

@@ -1,5 +1,6 @@
 package io.os2g.runtime;
 
+import io.os2g.fuse.FuseMounter;
 import io.os2g.host.MountTable;
 import io.os2g.staging.StagingConfig;
 import io.os2g.store.MinioObjectStore;
@@ -37,8 +38,20 @@ public final class Preflight {
         return uri;
     }
 
+    /** Whether {@code mountPoint} (checked by {@link #mountPoint}) is {@code /dev/fd/N}: a mount another process made. */
+    public static boolean preOpened(Path mountPoint) {
+        return FuseMounter.preOpened(mountPoint).isPresent();
+    }
+
     public static Path mountPoint(String text) {
         Path path = Path.of(text).toAbsolutePath().normalize();
+        try {
+            if (FuseMounter.preOpened(path).isPresent()) {
+                return path; // a mount another process made: nothing here to check
+            }
+        } catch (IllegalArgumentException e) {
+            throw new UsageError("mount point " + e.getMessage() + " (a /dev/fd/N mount point is a FUSE mount passed on open)");
+        }
         if (!Files.exists(path)) {
             throw new UsageError("mount point does not exist: " + path);
         }

@@ -65,6 +65,25 @@ public final class StagingDirectory {
         }
     }
 
+    /**
+     * Removes the directories in {@code parent} named {@code prefix}* whose owner is dead: regions named
+     * after a process rather than a mount point, which no later mount would reclaim by name.
+     */
+    public static void removeDead(Path parent, String prefix) {
+        try (Stream<Path> dirs = Files.list(parent)) {
+            for (Path dir : dirs.filter(d -> d.getFileName().toString().startsWith(prefix) && Files.isDirectory(d)).toList()) {
+                long owner = readOwner(dir);
+                if (owner > 0 && owner != ProcessHandle.current().pid() && !alive(owner)) {
+                    LOG.info("removing staging dir {} left by process {}", dir, owner);
+                    deleteContents(dir);
+                    Files.deleteIfExists(dir);
+                }
+            }
+        } catch (IOException | UncheckedIOException e) {
+            LOG.debug("staging dirs in {} left as they are: {}", parent, e.toString());
+        }
+    }
+
     /** Removes the directory and everything in it. */
     public void remove() {
         try {
