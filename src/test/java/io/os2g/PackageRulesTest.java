@@ -44,7 +44,9 @@ class PackageRulesTest {
             Map.entry("host", Set.of("", "fuse", "link", "namespace", "staging", "metrics")),
             Map.entry("runtime", Set.of("", "fuse", "host", "link", "agentreplies", "agent", "namespace", "staging", "store",
                     "codec", "metrics", "diskcache")),
-            Map.entry("cli", Set.of("", "runtime", "host", "agent", "staging", "store", "codec", "metrics", "s3server", "diskcache")));
+            Map.entry("csi", Set.of("fuse", "host")),
+            Map.entry("cli", Set.of("", "runtime", "host", "agent", "staging", "store", "codec", "metrics", "s3server", "diskcache",
+                    "csi")));
 
     @Test
     void everyPackageNamesOnlyWhatItsArrowsAllow() throws IOException {

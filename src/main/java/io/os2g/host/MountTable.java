@@ -39,24 +39,45 @@ public final class MountTable {
         return fsTypeAt(path) != null;
     }
 
-    /** The file-system type mounted at {@code path} (the last one, if stacked), or null. */
-    public static String fsTypeAt(Path path) {
-        String wanted = path.toAbsolutePath().normalize().toString();
-        String type = null;
+    /** One line of mountinfo: the file system's device (major:minor), the root of it mounted, where, read-only or not, its type. */
+    public record Entry(String device, String root, Path mountPoint, boolean readOnly, String fsType) {
+    }
+
+    /** What is mounted, in mount order; empty if mountinfo cannot be read. */
+    public static List<Entry> entries() {
+        List<Entry> entries = new java.util.ArrayList<>();
         try {
-            List<String> lines = Files.readAllLines(MOUNTINFO);
-            for (String line : lines) {
+            for (String line : Files.readAllLines(MOUNTINFO)) {
                 // id parent major:minor root mountpoint options [optional...] - fstype source superoptions
                 String[] f = line.split(" ");
-                if (f.length > 4 && unescape(f[4]).equals(wanted)) {
+                if (f.length > 4) {
                     int dash = line.indexOf(" - ");
-                    type = dash < 0 ? "?" : line.substring(dash + 3).split(" ")[0];
+                    String type = dash < 0 ? "?" : line.substring(dash + 3).split(" ")[0];
+                    entries.add(new Entry(f[2], unescape(f[3]), Path.of(unescape(f[4])), List.of(f[5].split(",")).contains("ro"), type));
                 }
             }
         } catch (IOException e) {
-            return null;
+            return List.of();
         }
-        return type;
+        return entries;
+    }
+
+    /** The file-system type mounted at {@code path} (the last one, if stacked), or null. */
+    public static String fsTypeAt(Path path) {
+        Entry last = entryAt(path);
+        return last == null ? null : last.fsType();
+    }
+
+    /** The mount at {@code path} (the last one, if stacked), or null. */
+    public static Entry entryAt(Path path) {
+        Path wanted = path.toAbsolutePath().normalize();
+        Entry last = null;
+        for (Entry e : entries()) {
+            if (e.mountPoint().equals(wanted)) {
+                last = e;
+            }
+        }
+        return last;
     }
 
     /** Blocks until nothing is mounted at {@code path} any more. */

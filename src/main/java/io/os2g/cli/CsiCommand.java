@@ -1,0 +1,98 @@
+package io.os2g.cli;
+
+import io.os2g.csi.CsiServer;
+import io.os2g.csi.NodeVolumes;
+import io.os2g.runtime.UsageError;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+@Command(name = "csi", sortOptions = false, usageHelpAutoWidth = true,
+        description = {"Run the Kubernetes CSI node plugin: the Identity and Node services on a unix socket. Each volume a pod",
+                "asks for is one os2g mount process on the node (shared by the pods of that volume), which outlives the plugin;",
+                "a restarted plugin finds its mounts again. Runs as root (it mounts). See docs/KUBERNETES.md."})
+final class CsiCommand implements Callable<Integer> {
+
+    private static final Logger LOG = LoggerFactory.getLogger(CsiCommand.class);
+    /** File systems that keep their files in memory: credentials never reach a disk. */
+    private static final Set<String> MEMORY_FILE_SYSTEMS = Set.of("tmpfs", "ramfs");
+
+    @Option(names = "--endpoint", paramLabel = "unix:///PATH", defaultValue = "unix:///csi/csi.sock",
+            description = "The socket the kubelet calls (default: ${DEFAULT-VALUE}).")
+    String endpoint;
+
+    @Option(names = "--node-id", required = true, paramLabel = "NODE", description = "This node's name (the pod's spec.nodeName).")
+    String nodeId;
+
+    @Option(names = "--state-dir", paramLabel = "DIR", defaultValue = "/var/lib/os2g-csi",
+            description = "Where mounts are made and recorded; on the host, shared with the kubelet (default: ${DEFAULT-VALUE}).")
+    Path stateDir;
+
+    @Option(names = "--secrets-dir", paramLabel = "DIR", defaultValue = "/run/os2g-csi",
+            description = "Where each mount's credentials file is written, on a memory file system (default: ${DEFAULT-VALUE}).")
+    Path secretsDir;
+
+    @Option(names = "--staging-dir", paramLabel = "DIR", defaultValue = "/dev/shm/os2g",
+            description = "Where each mount's staging region is made, csi-<id> under it (default: ${DEFAULT-VALUE}).")
+    Path stagingDir;
+
+    @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
+    boolean help;
+
+    @Mixin
+    ServiceOptions service = new ServiceOptions();
+
+    @Override
+    public Integer call() throws Exception {
+        service.configureLogging();
+        if (!"root".equals(System.getProperty("user.name"))) {
+            throw new UsageError("os2g csi mounts for pods: run it as root (a privileged container)");
+        }
+        try {
+            CsiServer.socketPath(endpoint);
+        } catch (IllegalArgumentException e) {
+            throw new UsageError(e.getMessage());
+        }
+        Path state = stateDir.toAbsolutePath().normalize();
+        Path secrets = secretsDir.toAbsolutePath().normalize();
+        Files.createDirectories(state);
+        Files.createDirectories(secrets);
+        String type = Files.getFileStore(secrets).type();
+        if (!MEMORY_FILE_SYSTEMS.contains(type)) {
+            throw new UsageError("--secrets-dir " + secrets + " is on " + type + ", not a memory file system (tmpfs): "
+                    + "credentials would be written to disk");
+        }
+        NodeVolumes volumes = new NodeVolumes(state, secrets, stagingDir.toAbsolutePath().normalize(), mountCommand(),
+                new VolumeAttributes(state));
+        CsiServer server = CsiServer.start(endpoint, nodeId, version(), volumes);
+        Runtime.getRuntime().addShutdownHook(new Thread(server::close, "os2g-csi-shutdown"));
+        LOG.info("CSI node plugin {} for node {} listening on unix:{} (mounts in {})", version(), nodeId, server.socket(), state);
+        server.awaitTermination();
+        return 0;
+    }
+
+    /** {@code os2g mount} on this very build: this JVM with its options and class path. */
+    private static List<String> mountCommand() throws IOException {
+        String java = ProcessHandle.current().info().command()
+                .orElseThrow(() -> new IOException("cannot tell which java runs this process"));
+        List<String> command = new ArrayList<>(List.of(java));
+        command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), Os2g.class.getName(), "mount"));
+        return command;
+    }
+
+    private static String version() {
+        String version = CsiCommand.class.getPackage().getImplementationVersion();
+        return version != null ? version : "dev";
+    }
+}

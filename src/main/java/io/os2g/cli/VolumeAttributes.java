@@ -1,0 +1,93 @@
+package io.os2g.cli;
+
+import io.os2g.csi.CsiException;
+import io.os2g.csi.MountArguments;
+import io.os2g.runtime.UsageError;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import picocli.CommandLine;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
+
+/**
+ * A CSI volume's attributes as {@code os2g mount} words: {@code bucket} and {@code prefix} make the source,
+ * every other attribute is one of the mount's long options in its fstab spelling ({@code metadata_ttl: "forever"}
+ * is {@code --metadata-ttl forever}; a flag takes {@code "true"} or {@code "false"}). Each attribute is checked
+ * alone and then all together, by the checks {@code os2g mount} makes, so that an error names its attribute.
+ */
+final class VolumeAttributes implements MountArguments {
+
+    static final String BUCKET = "bucket";
+    static final String PREFIX = "prefix";
+    /** Options the plugin sets for each mount (where it lives, how it signs) or that would escape it. */
+    private static final Set<String> PLUGIN_ONLY = Set.of("staging_dir", "credentials_file", "profile", "no_sign_request",
+            "daemon", "log_file", "agent", "help", "version");
+
+    /** An existing directory that is not a mount: the mount point the checks are made with. */
+    private final Path checkedAt;
+    private final CommandSpec mount = new CommandLine(new MountCommand()).getCommandSpec();
+
+    VolumeAttributes(Path checkedAt) {
+        this.checkedAt = checkedAt;
+    }
+
+    @Override
+    public List<String> of(Map<String, String> attributes) throws CsiException {
+        String bucket = attributes.get(BUCKET);
+        if (bucket == null || bucket.isBlank()) {
+            throw CsiException.invalid("volume attribute " + BUCKET + " is required");
+        }
+        String prefix = attributes.getOrDefault(PREFIX, "");
+        if (prefix.startsWith("/") || bucket.contains("/")) {
+            throw CsiException.invalid("volume attributes " + BUCKET + " and " + PREFIX + " name a bucket and a key prefix: "
+                    + bucket + ", " + prefix);
+        }
+        List<String> words = new ArrayList<>(List.of(prefix.isEmpty() ? bucket : bucket + "/" + prefix));
+        for (Map.Entry<String, String> e : new TreeMap<>(attributes).entrySet()) {
+            if (e.getKey().equals(BUCKET) || e.getKey().equals(PREFIX)) {
+                continue;
+            }
+            List<String> option = option(e.getKey(), e.getValue());
+            check(words.getFirst(), option, "volume attribute " + e.getKey());
+            words.addAll(option);
+        }
+        check(words.getFirst(), words.subList(1, words.size()), "volume attributes");
+        return words;
+    }
+
+    private List<String> option(String name, String value) throws CsiException {
+        if (PLUGIN_ONLY.contains(name)) {
+            throw CsiException.invalid("volume attribute " + name + " is the plugin's to set, not the volume's");
+        }
+        OptionSpec option = name.matches("[a-z0-9_]+") ? mount.findOption("--" + name.replace('_', '-')) : null;
+        if (option == null) {
+            throw CsiException.invalid("volume attribute " + name + " is not an os2g mount option (docs/KUBERNETES.md lists them)");
+        }
+        if (option.arity().max() == 0) {
+            return switch (value) {
+                case "true" -> List.of(option.longestName());
+                case "false" -> List.of();
+                default -> throw CsiException.invalid("volume attribute " + name + " is a flag: \"true\" or \"false\", not \"" + value + "\"");
+            };
+        }
+        if (value.isEmpty()) {
+            throw CsiException.invalid("volume attribute " + name + " needs a value");
+        }
+        return List.of(option.longestName(), value);
+    }
+
+    /** Parses {@code options} as {@code os2g mount} would, unsigned at a plain directory; {@code what} names the culprit. */
+    private void check(String source, List<String> options, String what) throws CsiException {
+        List<String> args = new ArrayList<>(List.of(source, checkedAt.toString(), "--no-sign-request"));
+        args.addAll(options);
+        try {
+            MountCommand.parse(args.toArray(String[]::new)).config();
+        } catch (UsageError | CommandLine.ParameterException e) {
+            throw CsiException.invalid(what + ": " + e.getMessage());
+        }
+    }
+}
