@@ -1,6 +1,8 @@
 package io.os2g.cli;
 
 import io.os2g.csi.CsiServer;
+import io.os2g.csi.MountStarter;
+import io.os2g.csi.MounterClient;
 import io.os2g.csi.NodeVolumes;
 import io.os2g.runtime.UsageError;
 import java.io.IOException;
@@ -46,6 +48,11 @@ final class CsiCommand implements Callable<Integer> {
             description = "Where each mount's staging region is made, csi-<id> under it (default: ${DEFAULT-VALUE}).")
     Path stagingDir;
 
+    @Option(names = "--mounter", paramLabel = "unix:///PATH",
+            description = {"Have os2g csi-mounter at this socket start the mount processes (in Kubernetes: a container of its own,",
+                    "which the plugin's restarts leave running); without it they start here, each in a session of its own."})
+    String mounter;
+
     @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
     boolean help;
 
@@ -58,8 +65,10 @@ final class CsiCommand implements Callable<Integer> {
         if (!"root".equals(System.getProperty("user.name"))) {
             throw new UsageError("os2g csi mounts for pods: run it as root (a privileged container)");
         }
+        MountStarter starter;
         try {
             CsiServer.socketPath(endpoint);
+            starter = mounter == null ? MountStarter.local() : new MounterClient(CsiServer.socketPath(mounter));
         } catch (IllegalArgumentException e) {
             throw new UsageError(e.getMessage());
         }
@@ -73,7 +82,7 @@ final class CsiCommand implements Callable<Integer> {
                     + "credentials would be written to disk");
         }
         NodeVolumes volumes = new NodeVolumes(state, secrets, stagingDir.toAbsolutePath().normalize(), mountCommand(),
-                new VolumeAttributes(state));
+                new VolumeAttributes(state), starter);
         CsiServer server = CsiServer.start(endpoint, nodeId, version(), volumes);
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "os2g-csi-shutdown"));
         LOG.info("CSI node plugin {} for node {} listening on unix:{} (mounts in {})", version(), nodeId, server.socket(), state);

@@ -24,7 +24,7 @@ public final class Os2g implements Runnable {
     private static final List<Class<?>> SUBCOMMANDS = subcommands();
 
     private static List<Class<?>> subcommands() {
-        List<Class<?>> commands = new ArrayList<>(List.of(MountCommand.class, AgentCommand.class, CsiCommand.class, StatsCommand.class,
+        List<Class<?>> commands = new ArrayList<>(List.of(MountCommand.class, AgentCommand.class, CsiCommand.class, CsiMounterCommand.class, StatsCommand.class,
                 WarmCommand.class, IndexCommand.class, CacheCommand.class, DemoCommand.class));
         Class<?> s3Server = s3ServerCommand();
         if (s3Server != null) {

@@ -16,7 +16,6 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -40,6 +39,7 @@ public final class NodeVolumes {
     private final Path stagingParent;
     private final List<String> mountCommand;
     private final MountArguments arguments;
+    private final MountStarter starter;
     private final Map<String, SharedMount> mounts = new HashMap<>();
 
     /**
@@ -47,13 +47,16 @@ public final class NodeVolumes {
      * @param secretsDir where credentials files are written (a memory file system)
      * @param stagingParent where each mount's staging dir is made
      * @param mountCommand the words that run {@code os2g mount} (the plugin's own build)
+     * @param starter who starts the mount processes (here, or the mounter)
      */
-    public NodeVolumes(Path stateDir, Path secretsDir, Path stagingParent, List<String> mountCommand, MountArguments arguments) {
+    public NodeVolumes(Path stateDir, Path secretsDir, Path stagingParent, List<String> mountCommand, MountArguments arguments,
+                       MountStarter starter) {
         this.stateDir = stateDir;
         this.secretsDir = secretsDir;
         this.stagingParent = stagingParent;
         this.mountCommand = List.copyOf(mountCommand);
         this.arguments = arguments;
+        this.starter = starter;
         recover();
     }
 
@@ -189,19 +192,21 @@ public final class NodeVolumes {
         return targets;
     }
 
-    /** Whether the mount process still runs (and is the one recorded, not a later process with its pid). */
-    private static boolean serving(SharedMount m) {
-        if (Libc.reap((int) m.pid()) >= 0) {
-            return false; // a child of this plugin that has ended
-        }
-        try {
-            String command = Files.readString(Path.of("/proc", Long.toString(m.pid()), "cmdline"), StandardCharsets.UTF_8);
-            String stat = Files.readString(Path.of("/proc", Long.toString(m.pid()), "stat"), StandardCharsets.US_ASCII);
-            boolean zombie = stat.charAt(stat.lastIndexOf(')') + 2) == 'Z';
-            return !zombie && command.contains(m.stagingDir().toString());
-        } catch (IOException | RuntimeException e) {
+    /** Whether the mount process still runs and its mount answers (a mount whose process died answers ENOTCONN). */
+    private boolean serving(SharedMount m) {
+        if (starter.ended(m.pid(), log(m))) {
             return false;
         }
+        try {
+            Files.getFileStore(m.mountPoint());
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static Path log(SharedMount m) {
+        return m.stateDir().resolve("mount.log");
     }
 
     private SharedMount start(VolumeRequest request, List<String> words, boolean writable) throws CsiException {
@@ -219,6 +224,7 @@ public final class NodeVolumes {
                 Libc.unmount(mountPoint); // left by a mount process that ended
             }
             Files.deleteIfExists(log);
+            Files.deleteIfExists(MountStarter.exitFile(log));
             if (!request.secrets().isEmpty()) {
                 credentials = writeCredentials(key, request.credentialsFile());
             }
@@ -233,7 +239,7 @@ public final class NodeVolumes {
             } else {
                 argv.add("--no-sign-request");
             }
-            pid = Libc.spawn(argv, environment(), device, log);
+            pid = starter.start(argv, environment(), device, log);
             Libc.close(device);
             device = -1;
             awaitMounted(pid, log, request.volumeId());
@@ -246,6 +252,7 @@ public final class NodeVolumes {
             mounts.put(key, shared);
             return shared;
         } catch (CsiException | IOException | Libc.Failure | RuntimeException e) {
+            LOG.warn("mount of volume {} failed: {}", request.volumeId(), e.getMessage());
             if (device >= 0) {
                 Libc.close(device);
             }
@@ -282,15 +289,15 @@ public final class NodeVolumes {
     }
 
     /** Waits for the mount process's "mounted" line, its exit (its one-line reason is the error) or the timeout. */
-    private static void awaitMounted(long pid, Path log, String volumeId) throws CsiException {
+    private void awaitMounted(long pid, Path log, String volumeId) throws CsiException {
         long deadline = System.nanoTime() + MOUNT_TIMEOUT.toNanos();
         while (System.nanoTime() < deadline) {
             String text = read(log);
             if (text.contains(" mounted ")) {
                 return;
             }
-            int status = Libc.reap((int) pid);
-            if (status >= 0) {
+            if (starter.ended(pid, log)) {
+                int status = exitStatus(log);
                 String reason = lastLine(read(log));
                 throw new CsiException(status == 2 ? Status.Code.INVALID_ARGUMENT : Status.Code.INTERNAL,
                         "os2g mount of volume " + volumeId + " failed (exit status " + status + "): " + reason);
@@ -304,6 +311,14 @@ public final class NodeVolumes {
         }
         throw new CsiException(Status.Code.DEADLINE_EXCEEDED, "os2g mount of volume " + volumeId + " did not answer within "
                 + MOUNT_TIMEOUT.toSeconds() + " s: " + lastLine(read(log)));
+    }
+
+    private static int exitStatus(Path log) {
+        try {
+            return Integer.parseInt(Files.readString(MountStarter.exitFile(log), StandardCharsets.US_ASCII).strip());
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        }
     }
 
     private static String read(Path log) {
@@ -329,14 +344,16 @@ public final class NodeVolumes {
             LOG.warn("cannot unmount {}: {}", m.mountPoint(), e.getMessage());
         }
         if (m.pid() > 0) {
-            Optional<ProcessHandle> process = ProcessHandle.of(m.pid());
             long deadline = System.nanoTime() + EXIT_TIMEOUT.toNanos();
-            while (process.isPresent() && serving(m) && System.nanoTime() < deadline) {
+            while (!starter.ended(m.pid(), log(m)) && System.nanoTime() < deadline) {
                 sleep(20);
             }
-            if (serving(m)) {
-                LOG.warn("mount process {} still runs {} s after its unmount: terminating it", m.pid(), EXIT_TIMEOUT.toSeconds());
-                process.ifPresent(ProcessHandle::destroy);
+            if (!starter.ended(m.pid(), log(m))) {
+                // its session is gone, so it ends by itself; here is only where it can be told to hurry
+                LOG.warn("mount process {} still runs {} s after its unmount", m.pid(), EXIT_TIMEOUT.toSeconds());
+                if (starter instanceof LocalStarter) {
+                    ProcessHandle.of(m.pid()).ifPresent(ProcessHandle::destroy);
+                }
             }
         }
         remove(m);

@@ -15,7 +15,7 @@ class Os2gTest {
 
     @Test
     void helpAndUnknownNamesGetEveryCommand() {
-        List<String> all = List.of("mount", "agent", "csi", "stats", "warm", "index", "cache", "demo", "s3-server");
+        List<String> all = List.of("mount", "agent", "csi", "csi-mounter", "stats", "warm", "index", "cache", "demo", "s3-server");
         assertEquals(all, List.copyOf(Os2g.commandLine("").getSubcommands().keySet()));
         assertEquals(all, List.copyOf(Os2g.commandLine("--help").getSubcommands().keySet()));
         assertEquals(all, List.copyOf(Os2g.commandLine("mont").getSubcommands().keySet()));

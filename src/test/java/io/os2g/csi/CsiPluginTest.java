@@ -67,6 +67,8 @@ class CsiPluginTest {
     private Path secretsDir;
     private Path stagingDir;
     private Process plugin;
+    private Process mounter;
+    private Path mounterSocket;
     private Path pluginLog;
     private EpollEventLoopGroup loop;
     private ManagedChannel channel;
@@ -91,17 +93,33 @@ class CsiPluginTest {
     private void startPlugin() throws IOException, InterruptedException {
         Path socket = tmp.resolve("csi.sock");
         Files.deleteIfExists(socket);
+        List<String> command = os2g("csi", "--endpoint", "unix://" + socket, "--node-id", "node-1", "--state-dir", tmp.resolve("state").toString(),
+                "--secrets-dir", secretsDir.toString(), "--staging-dir", stagingDir.toString());
+        if (mounterSocket != null) {
+            command.addAll(List.of("--mounter", "unix://" + mounterSocket));
+        }
+        plugin = started(command, socket);
+    }
+
+    /** The os2g command line on this build's classes, in a JVM of its own. */
+    private static List<String> os2g(String... args) {
         List<String> command = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
                 "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Xmx256m", "-XX:TieredStopAtLevel=1",
-                "-cp", System.getProperty("java.class.path"), "io.os2g.cli.Os2g", "csi", "--endpoint", "unix://" + socket,
-                "--node-id", "node-1", "--state-dir", tmp.resolve("state").toString(), "--secrets-dir", secretsDir.toString(),
-                "--staging-dir", stagingDir.toString()));
-        plugin = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(pluginLog.toFile())).start();
+                "-cp", System.getProperty("java.class.path"), "io.os2g.cli.Os2g"));
+        command.addAll(List.of(args));
+        return command;
+    }
+
+    /** Starts {@code command}, logging to the plugin's log, and waits for its {@code socket}. */
+    private Process started(List<String> command, Path socket) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(pluginLog.toFile())).start();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (!Files.exists(socket)) {
-            assertTrue(plugin.isAlive() && System.nanoTime() < deadline, () -> "plugin did not listen: " + log());
+            assertTrue(process.isAlive() && System.nanoTime() < deadline, () -> "no socket " + socket + ": " + log());
             Thread.sleep(20);
         }
+        return process;
     }
 
     @AfterEach
@@ -116,9 +134,11 @@ class CsiPluginTest {
                 new ProcessBuilder("umount", "-l", e.mountPoint().toString()).start().waitFor();
             }
         }
-        if (plugin != null) {
-            plugin.destroy();
-            plugin.waitFor(10, TimeUnit.SECONDS);
+        for (Process p : new Process[] {plugin, mounter}) {
+            if (p != null) {
+                p.destroy();
+                p.waitFor(10, TimeUnit.SECONDS);
+            }
         }
         deleteTree(secretsDir);
         deleteTree(stagingDir);
@@ -178,6 +198,31 @@ class CsiPluginTest {
         node.nodeUnpublishVolume(unpublish("vol-2", a));
         node.nodeUnpublishVolume(unpublish("vol-2", b));
         awaitNoMounts();
+    }
+
+    @Test
+    void withAMounterThePluginsRestartLeavesMountsServing() throws Exception {
+        plugin.destroy();
+        plugin.waitFor();
+        mounterSocket = tmp.resolve("mounter/mounter.sock");
+        mounter = started(os2g("csi-mounter", "--listen", "unix://" + mounterSocket), mounterSocket);
+        startPlugin();
+        Path a = tmp.resolve("pods/a/volume");
+        node.nodePublishVolume(publish("vol-6", a, false));
+        plugin.destroyForcibly().waitFor();
+        assertArrayEquals(BIG, Files.readAllBytes(a.resolve("train/big.bin")), "reads go on while the plugin is down");
+        startPlugin();
+        Path b = tmp.resolve("pods/b/volume");
+        node.nodePublishVolume(publish("vol-6", b, false));
+        assertEquals(1, mountDirs().size(), "the restarted plugin shares the mount the mounter runs");
+        assertArrayEquals(SMALL, Files.readAllBytes(b.resolve("train/small.bin")));
+        Path log = mountDirs().getFirst().resolve("mount.log");
+        node.nodeUnpublishVolume(unpublish("vol-6", a));
+        node.nodeUnpublishVolume(unpublish("vol-6", b));
+        awaitNoMounts();
+        assertFalse(Files.exists(log), "the mount's state is removed once the mounter saw its process end");
+        assertTrue(mounter.isAlive());
+        assertTrue(log().contains("ended with status 0"), log());
     }
 
     @Test
