@@ -53,6 +53,11 @@ final class CsiCommand implements Callable<Integer> {
                     "which the plugin's restarts leave running); without it they start here, each in a session of its own."})
     String mounter;
 
+    @Option(names = "--agent", paramLabel = "unix:PATH",
+            description = {"Read every volume through the node agent (os2g agent --listen unix:PATH), which holds the credentials",
+                    "and the store's endpoint for all of them; volumes then carry no secret."})
+    String agent;
+
     @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
     boolean help;
 
@@ -82,7 +87,7 @@ final class CsiCommand implements Callable<Integer> {
                     + "credentials would be written to disk");
         }
         NodeVolumes volumes = new NodeVolumes(state, secrets, stagingDir.toAbsolutePath().normalize(), mountCommand(),
-                new VolumeAttributes(state), starter);
+                new VolumeAttributes(state), starter, agent == null ? null : MountCommand.agentSocket(agent));
         CsiServer server = CsiServer.start(endpoint, nodeId, version(), volumes);
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "os2g-csi-shutdown"));
         LOG.info("CSI node plugin {} for node {} listening on unix:{} (mounts in {})", version(), nodeId, server.socket(), state);

@@ -40,6 +40,8 @@ public final class NodeVolumes {
     private final List<String> mountCommand;
     private final MountArguments arguments;
     private final MountStarter starter;
+    /** The node agent's socket, which every mount then uses (it holds the credentials), or null. */
+    private final Path agent;
     private final Map<String, SharedMount> mounts = new HashMap<>();
 
     /**
@@ -48,15 +50,17 @@ public final class NodeVolumes {
      * @param stagingParent where each mount's staging dir is made
      * @param mountCommand the words that run {@code os2g mount} (the plugin's own build)
      * @param starter who starts the mount processes (here, or the mounter)
+     * @param agent the node agent's socket (os2g agent), through which every mount then reads; or null
      */
     public NodeVolumes(Path stateDir, Path secretsDir, Path stagingParent, List<String> mountCommand, MountArguments arguments,
-                       MountStarter starter) {
+                       MountStarter starter, Path agent) {
         this.stateDir = stateDir;
         this.secretsDir = secretsDir;
         this.stagingParent = stagingParent;
         this.mountCommand = List.copyOf(mountCommand);
         this.arguments = arguments;
         this.starter = starter;
+        this.agent = agent;
         recover();
     }
 
@@ -88,6 +92,10 @@ public final class NodeVolumes {
     /** Publishes {@code request.volumeId()} at {@code request.target()}: idempotent, as NodePublishVolume must be. */
     public synchronized void publish(VolumeRequest request) throws CsiException {
         request.checkSecrets();
+        if (agent != null && !request.secrets().isEmpty()) {
+            throw CsiException.invalid("this node's volumes are read through the node agent, which signs with its own credentials: "
+                    + "the volume's nodePublishSecretRef has no use here");
+        }
         List<String> words = arguments.of(request.attributes());
         boolean writable = "true".equals(request.attributes().get("allow_writes"));
         boolean readOnly = request.readOnly() || !writable;
@@ -234,7 +242,9 @@ public final class NodeVolumes {
             argv.add("/dev/fd/3");
             argv.addAll(words.subList(1, words.size()));
             argv.addAll(List.of("--staging-dir", staging.toString()));
-            if (credentials != null) {
+            if (agent != null) {
+                argv.addAll(List.of("--agent", "unix:" + agent));
+            } else if (credentials != null) {
                 argv.addAll(List.of("--credentials-file", credentials.toString()));
             } else {
                 argv.add("--no-sign-request");

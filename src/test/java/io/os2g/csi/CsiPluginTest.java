@@ -69,6 +69,8 @@ class CsiPluginTest {
     private Process plugin;
     private Process mounter;
     private Path mounterSocket;
+    private Process agent;
+    private Path agentSocket;
     private Path pluginLog;
     private EpollEventLoopGroup loop;
     private ManagedChannel channel;
@@ -97,6 +99,9 @@ class CsiPluginTest {
                 "--secrets-dir", secretsDir.toString(), "--staging-dir", stagingDir.toString());
         if (mounterSocket != null) {
             command.addAll(List.of("--mounter", "unix://" + mounterSocket));
+        }
+        if (agentSocket != null) {
+            command.addAll(List.of("--agent", "unix:" + agentSocket));
         }
         plugin = started(command, socket);
     }
@@ -134,7 +139,7 @@ class CsiPluginTest {
                 new ProcessBuilder("umount", "-l", e.mountPoint().toString()).start().waitFor();
             }
         }
-        for (Process p : new Process[] {plugin, mounter}) {
+        for (Process p : new Process[] {plugin, mounter, agent}) {
             if (p != null) {
                 p.destroy();
                 p.waitFor(10, TimeUnit.SECONDS);
@@ -223,6 +228,25 @@ class CsiPluginTest {
         assertFalse(Files.exists(log), "the mount's state is removed once the mounter saw its process end");
         assertTrue(mounter.isAlive());
         assertTrue(log().contains("ended with status 0"), log());
+    }
+
+    @Test
+    void withANodeAgentVolumesCarryNoSecret() throws Exception {
+        plugin.destroy();
+        plugin.waitFor();
+        agentSocket = tmp.resolve("agent/agent.sock");
+        List<String> command = os2g("agent", "--listen", "unix:" + agentSocket, "--endpoint", proxy.getUri().toString(),
+                "--credentials-file", S3Fixture.credentialsFile(Files.createDirectories(tmp.resolve("agent"))).toString(),
+                "--staging-dir", stagingDir.resolve("agent").toString());
+        agent = started(command, agentSocket);
+        startPlugin();
+        Path a = tmp.resolve("pods/a/volume");
+        assertRefused(Status.Code.INVALID_ARGUMENT, "node agent", publish("vol-7", a, false));
+        node.nodePublishVolume(request("vol-7", a, false, attributes(Map.of()), Map.of()));
+        assertArrayEquals(BIG, Files.readAllBytes(a.resolve("train/big.bin")));
+        assertTrue(list(secretsDir).isEmpty(), "no credentials file: the agent signs");
+        node.nodeUnpublishVolume(unpublish("vol-7", a));
+        awaitNoMounts();
     }
 
     @Test
