@@ -16,6 +16,9 @@ import java.util.concurrent.TimeUnit;
  */
 public final class CsiServer implements AutoCloseable {
 
+    /** The driver's name: the CSIDriver object's and every volume's {@code spec.csi.driver}. */
+    public static final String DRIVER_NAME = "csi.os2g.io";
+
     private final Path socket;
     private final EpollEventLoopGroup loop;
     private final Server server;

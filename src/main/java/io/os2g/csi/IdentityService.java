@@ -13,9 +13,6 @@ import io.os2g.csi.v1.ProbeResponse;
 /** The CSI Identity service: the driver's name and version; no controller, so no plugin capability. */
 final class IdentityService extends IdentityGrpc.IdentityImplBase {
 
-    /** The driver's name: the CSIDriver object's and every PersistentVolume's {@code csi.driver}. */
-    static final String DRIVER_NAME = "csi.os2g.io";
-
     private final String version;
 
     IdentityService(String version) {
@@ -24,7 +21,7 @@ final class IdentityService extends IdentityGrpc.IdentityImplBase {
 
     @Override
     public void getPluginInfo(GetPluginInfoRequest request, StreamObserver<GetPluginInfoResponse> answer) {
-        answer.onNext(GetPluginInfoResponse.newBuilder().setName(DRIVER_NAME).setVendorVersion(version).build());
+        answer.onNext(GetPluginInfoResponse.newBuilder().setName(CsiServer.DRIVER_NAME).setVendorVersion(version).build());
         answer.onCompleted();
     }
 

@@ -152,7 +152,7 @@ class CsiPluginTest {
     @Test
     void identityAndNodeInfoAreWhatTheKubeletRegisters() {
         IdentityGrpc.IdentityBlockingStub identity = IdentityGrpc.newBlockingStub(channel);
-        assertEquals(IdentityService.DRIVER_NAME, identity.getPluginInfo(GetPluginInfoRequest.getDefaultInstance()).getName());
+        assertEquals(CsiServer.DRIVER_NAME, identity.getPluginInfo(GetPluginInfoRequest.getDefaultInstance()).getName());
         assertTrue(identity.probe(ProbeRequest.getDefaultInstance()).getReady().getValue());
         assertEquals("node-1", node.nodeGetInfo(NodeGetInfoRequest.getDefaultInstance()).getNodeId());
         assertEquals(List.of(NodeServiceCapability.RPC.Type.GET_VOLUME_STATS, NodeServiceCapability.RPC.Type.VOLUME_CONDITION),
