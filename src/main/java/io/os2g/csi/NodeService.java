@@ -48,7 +48,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
             if (capability.hasBlock()) {
                 throw CsiException.invalid("os2g volumes are file systems: a block volume cannot be published");
             }
-            volumes.publish(new VolumeRequest(request.getVolumeId(), target, request.getReadonly() || readOnlyMode(capability),
+            volumes.publish(VolumeRequest.of(request.getVolumeId(), target, request.getReadonly() || readOnlyMode(capability),
                     request.getVolumeContextMap(), request.getSecretsMap()));
         });
     }

@@ -92,11 +92,21 @@ public final class NodeVolumes {
     /** Publishes {@code request.volumeId()} at {@code request.target()}: idempotent, as NodePublishVolume must be. */
     public synchronized void publish(VolumeRequest request) throws CsiException {
         request.checkSecrets();
-        if (agent != null && !request.secrets().isEmpty()) {
+        if (agent != null && (!request.secrets().isEmpty() || request.webIdentity())) {
             throw CsiException.invalid("this node's volumes are read through the node agent, which signs with its own credentials: "
-                    + "the volume's nodePublishSecretRef has no use here");
+                    + "the volume's " + (request.webIdentity() ? VolumeRequest.ROLE_ARN : "nodePublishSecretRef") + " has no use here");
         }
-        List<String> words = arguments.of(request.attributes());
+        String token = null;
+        if (request.webIdentity()) {
+            if (!request.secrets().isEmpty()) {
+                throw CsiException.invalid("a volume signs with a secret or with " + VolumeRequest.ROLE_ARN + ", not both");
+            }
+            if (!request.attributes().containsKey("region")) {
+                throw CsiException.invalid(VolumeRequest.ROLE_ARN + " needs the region attribute (STS's and the bucket's)");
+            }
+            token = request.token();
+        }
+        List<String> words = arguments.of(request.mountAttributes());
         boolean writable = "true".equals(request.attributes().get("allow_writes"));
         boolean readOnly = request.readOnly() || !writable;
         String key = request.mountKey();
@@ -104,6 +114,9 @@ public final class NodeVolumes {
         if (at != null) {
             SharedMount serving = byDevice(at.device());
             if (serving != null && serving.key().equals(key) && at.readOnly() == readOnly) {
+                if (token != null) {
+                    writeToken(key, token); // the kubelet republishes with a fresh token
+                }
                 return; // published already
             }
             throw new CsiException(Status.Code.ALREADY_EXISTS, "target " + request.target() + " has "
@@ -118,7 +131,9 @@ public final class NodeVolumes {
         }
         boolean started = shared == null;
         if (started) {
-            shared = start(request, words, writable);
+            shared = start(request, words, writable, token);
+        } else if (token != null) {
+            writeToken(key, token);
         }
         try {
             Files.createDirectories(request.target());
@@ -217,7 +232,7 @@ public final class NodeVolumes {
         return m.stateDir().resolve("mount.log");
     }
 
-    private SharedMount start(VolumeRequest request, List<String> words, boolean writable) throws CsiException {
+    private SharedMount start(VolumeRequest request, List<String> words, boolean writable, String token) throws CsiException {
         String key = request.mountKey();
         Path dir = stateDir.resolve(key);
         Path mountPoint = dir.resolve("mnt");
@@ -233,8 +248,18 @@ public final class NodeVolumes {
             }
             Files.deleteIfExists(log);
             Files.deleteIfExists(MountStarter.exitFile(log));
+            List<String> env = environment();
             if (!request.secrets().isEmpty()) {
                 credentials = writeCredentials(key, request.credentialsFile());
+            } else if (token != null) {
+                credentials = writeToken(key, token);
+                env.addAll(List.of("AWS_WEB_IDENTITY_TOKEN_FILE=" + credentials, "AWS_ROLE_ARN=" + request.attributes().get(VolumeRequest.ROLE_ARN),
+                        "AWS_ROLE_SESSION_NAME=os2g-" + request.serviceAccount().replaceAll("[^A-Za-z0-9_=,.@-]", "-"),
+                        "AWS_REGION=" + request.attributes().get("region")));
+                String sts = request.attributes().get(VolumeRequest.STS_ENDPOINT);
+                if (sts != null) {
+                    env.add("AWS_ENDPOINT_URL_STS=" + sts);
+                }
             }
             device = FuseMounter.mountForAnother(mountPoint, "os2g:" + words.getFirst(), !writable);
             List<String> argv = new ArrayList<>(mountCommand);
@@ -244,12 +269,12 @@ public final class NodeVolumes {
             argv.addAll(List.of("--staging-dir", staging.toString()));
             if (agent != null) {
                 argv.addAll(List.of("--agent", "unix:" + agent));
-            } else if (credentials != null) {
+            } else if (!request.secrets().isEmpty()) {
                 argv.addAll(List.of("--credentials-file", credentials.toString()));
-            } else {
+            } else if (token == null) {
                 argv.add("--no-sign-request");
             }
-            pid = starter.start(argv, environment(), device, log);
+            pid = starter.start(argv, env, device, log);
             Libc.close(device);
             device = -1;
             awaitMounted(pid, log, request.volumeId());
@@ -288,13 +313,29 @@ public final class NodeVolumes {
     }
 
     private Path writeCredentials(String key, String contents) throws IOException {
+        return writeSecret(key, "credentials", contents);
+    }
+
+    /** The pod's service-account token where the mount's STS exchange reads it (again, as it rotates). */
+    private Path writeToken(String key, String token) throws CsiException {
+        try {
+            return writeSecret(key, "token", token);
+        } catch (IOException e) {
+            throw new CsiException(Status.Code.INTERNAL, "cannot write the service-account token: " + e.getMessage(), e);
+        }
+    }
+
+    /** A 0600 file in the volume's own 0700 directory of the secrets dir, replaced whole (a reader never sees half). */
+    private Path writeSecret(String key, String name, String contents) throws IOException {
         Path dir = secretsDir.resolve(key);
         Files.createDirectories(secretsDir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
         Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-        Path file = dir.resolve("credentials");
-        Files.deleteIfExists(file);
-        Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-        Files.writeString(file, contents, StandardCharsets.UTF_8);
+        Path file = dir.resolve(name);
+        Path temporary = dir.resolve(name + ".new");
+        Files.deleteIfExists(temporary);
+        Files.createFile(temporary, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        Files.writeString(temporary, contents, StandardCharsets.UTF_8);
+        Files.move(temporary, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         return file;
     }
 

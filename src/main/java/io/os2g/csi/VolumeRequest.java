@@ -11,12 +11,24 @@ import java.util.TreeMap;
 /**
  * What one NodePublishVolume asks for: volume {@code volumeId} at {@code target}, read-only or not,
  * mounted with {@code attributes} (the volume's context, the kubelet's own {@code csi.storage.k8s.io/}
- * keys left out) and signed with {@code secrets} (the nodePublishSecretRef; empty: unsigned).
+ * keys left out) and signed with {@code secrets} (the nodePublishSecretRef; empty: unsigned), or with
+ * the pod's service-account token exchanged for a role ({@code role_arn}): {@code serviceAccount}
+ * ({@code namespace/name}) and {@code tokens} (audience to token) as the kubelet passes them.
  */
-record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String, String> attributes, Map<String, String> secrets) {
+record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String, String> attributes, Map<String, String> secrets,
+                     String serviceAccount, Map<String, String> tokens) {
 
     /** Keys the kubelet adds to a volume's context (pod name, namespace, ephemeral, service-account tokens). */
     static final String KUBELET_PREFIX = "csi.storage.k8s.io/";
+    private static final String TOKENS = KUBELET_PREFIX + "serviceAccount.tokens";
+    private static final String ACCOUNT = KUBELET_PREFIX + "serviceAccount.name";
+    private static final String NAMESPACE = KUBELET_PREFIX + "pod.namespace";
+
+    /** Attributes of the plugin's own, not mount options: web identity per pod. */
+    static final String ROLE_ARN = "role_arn";
+    static final String STS_ENDPOINT = "sts_endpoint";
+    static final String TOKEN_AUDIENCE = "token_audience";
+    private static final java.util.Set<String> PLUGIN_ATTRIBUTES = java.util.Set.of(ROLE_ARN, STS_ENDPOINT, TOKEN_AUDIENCE);
 
     /** The secret's keys: AWS-style names, as in a credentials file. */
     static final String ACCESS_KEY_ID = "access_key_id";
@@ -28,6 +40,48 @@ record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String,
         attributes.keySet().removeIf(k -> k.startsWith(KUBELET_PREFIX));
         attributes = Map.copyOf(attributes);
         secrets = Map.copyOf(secrets);
+        tokens = Map.copyOf(tokens);
+    }
+
+    /** A request from the volume's context as the kubelet sends it (its own keys read here, then left out). */
+    static VolumeRequest of(String volumeId, Path target, boolean readOnly, Map<String, String> context, Map<String, String> secrets)
+            throws CsiException {
+        Map<String, String> tokens = new TreeMap<>();
+        String json = context.get(TOKENS);
+        if (json != null && !json.isBlank()) {
+            try {
+                com.fasterxml.jackson.databind.JsonNode parsed = Mounter.JSON.readTree(json);
+                parsed.fields().forEachRemaining(e -> tokens.put(e.getKey(), e.getValue().path("token").asText()));
+            } catch (java.io.IOException e) {
+                throw CsiException.invalid(TOKENS + " is not the kubelet's JSON of tokens");
+            }
+        }
+        String account = context.containsKey(ACCOUNT) ? context.getOrDefault(NAMESPACE, "") + "/" + context.get(ACCOUNT) : "";
+        return new VolumeRequest(volumeId, target, readOnly, context, secrets, account, tokens);
+    }
+
+    /** Whether the volume is signed with the pod's own identity: its service-account token for {@code role_arn}. */
+    boolean webIdentity() {
+        return attributes.containsKey(ROLE_ARN);
+    }
+
+    /** The attributes that are mount options: the plugin's own left out. */
+    Map<String, String> mountAttributes() {
+        Map<String, String> options = new TreeMap<>(attributes);
+        options.keySet().removeAll(PLUGIN_ATTRIBUTES);
+        return options;
+    }
+
+    /** The pod's token for STS: the one of {@code token_audience}, or the only one the kubelet passed. */
+    String token() throws CsiException {
+        String audience = attributes.get(TOKEN_AUDIENCE);
+        String token = audience != null ? tokens.get(audience) : tokens.size() == 1 ? tokens.values().iterator().next() : null;
+        if (token == null || token.isBlank()) {
+            throw new CsiException(io.grpc.Status.Code.FAILED_PRECONDITION, ROLE_ARN + " needs the pod's service-account token"
+                    + (audience != null ? " for audience " + audience : "") + ", which the kubelet passes when the CSIDriver has "
+                    + "tokenRequests (the chart's webIdentity.audience); it passed " + (tokens.isEmpty() ? "none" : tokens.keySet()));
+        }
+        return token;
     }
 
     /** Checks the secret's keys (never its values' content): the keys a credentials file needs, nothing else. */
@@ -68,6 +122,9 @@ record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String,
                 update(digest, "s:" + e.getKey());
                 update(digest, e.getValue());
             }
+            if (webIdentity()) { // one mount per service account: each pod's identity, not the first one's
+                update(digest, "sa:" + serviceAccount);
+            }
             return HexFormat.of().formatHex(digest.digest(), 0, 8);
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
@@ -95,6 +152,6 @@ record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String,
     @Override
     public String toString() {
         return "volume " + volumeId + " at " + target + (readOnly ? " (read-only)" : "") + ", attributes " + attributes
-                + ", secret keys " + new TreeMap<>(secrets).keySet();
+                + ", secret keys " + new TreeMap<>(secrets).keySet() + (webIdentity() ? ", web identity of " + serviceAccount : "");
     }
 }

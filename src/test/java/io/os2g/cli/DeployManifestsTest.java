@@ -77,6 +77,7 @@ class DeployManifestsTest {
         JsonNode driver = objects.get("CSIDriver/csi.os2g.io");
         assertEquals(CsiServer.DRIVER_NAME, driver.at("/metadata/name").asText());
         assertFalse(driver.at("/spec/attachRequired").asBoolean(true), "no controller: nothing to attach");
+        assertTrue(driver.at("/spec/tokenRequests").isMissingNode());
         checkNode(objects.get("DaemonSet/os2g-csi-node"), false);
     }
 
@@ -84,11 +85,20 @@ class DeployManifestsTest {
     void withTheAgentEveryMountGoesThroughIt() throws IOException {
         Map<String, JsonNode> objects = objects(render(Map.of("agent.enabled", "true", "agent.endpoint", "http://minio:9000",
                 "agent.credentialsSecret", "node-s3")));
+        assertTrue(objects.get("CSIDriver/csi.os2g.io").at("/spec/tokenRequests").isMissingNode());
         JsonNode pod = objects.get("DaemonSet/os2g-csi-node").at("/spec/template/spec");
         checkNode(objects.get("DaemonSet/os2g-csi-node"), true);
         JsonNode agent = container(pod, "agent");
         assertEquals("node-s3", agent.at("/env/0/valueFrom/secretKeyRef/name").asText());
         assertTrue(args(agent).contains("--endpoint=http://minio:9000"));
+    }
+
+    @Test
+    void withWebIdentityTheKubeletPassesEachPodsToken() throws IOException {
+        JsonNode driver = objects(render(Map.of("webIdentity.audience", "sts.amazonaws.com"))).get("CSIDriver/csi.os2g.io");
+        assertEquals("sts.amazonaws.com", driver.at("/spec/tokenRequests/0/audience").asText());
+        assertTrue(driver.at("/spec/requiresRepublish").asBoolean(), "a fresh token before the last expires");
+        assertTrue(driver.at("/spec/podInfoOnMount").asBoolean(), "the service account's name keys the mount");
     }
 
     /** The node pod: its containers' command lines, sockets, paths, volumes and images agree. */

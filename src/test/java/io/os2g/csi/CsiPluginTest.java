@@ -250,6 +250,57 @@ class CsiPluginTest {
     }
 
     @Test
+    void aVolumeSignedWithThePodsServiceAccountTokenExchangesItWithSts() throws Exception {
+        List<String> identities = new java.util.concurrent.CopyOnWriteArrayList<>();
+        com.sun.net.httpserver.HttpServer sts = com.sun.net.httpserver.HttpServer.create(new java.net.InetSocketAddress("127.0.0.1", 0), 0);
+        sts.createContext("/", exchange -> {
+            String form = new String(exchange.getRequestBody().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            for (String pair : form.split("&")) {
+                if (pair.startsWith("WebIdentityToken=")) {
+                    identities.add(java.net.URLDecoder.decode(pair.substring("WebIdentityToken=".length()), java.nio.charset.StandardCharsets.UTF_8));
+                }
+            }
+            byte[] body = ("<AssumeRoleWithWebIdentityResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">"
+                    + "<AssumeRoleWithWebIdentityResult><Credentials><AccessKeyId>" + S3Fixture.ACCESS_KEY + "</AccessKeyId>"
+                    + "<SecretAccessKey>" + S3Fixture.SECRET_KEY + "</SecretAccessKey><SessionToken>session-1</SessionToken>"
+                    + "<Expiration>" + java.time.Instant.now().plusSeconds(3600).truncatedTo(java.time.temporal.ChronoUnit.SECONDS) + "</Expiration>"
+                    + "</Credentials><AssumedRoleUser><Arn>arn:aws:sts::1:assumed-role/trainer/os2g</Arn><AssumedRoleId>A:os2g</AssumedRoleId>"
+                    + "</AssumedRoleUser></AssumeRoleWithWebIdentityResult><ResponseMetadata><RequestId>1</RequestId></ResponseMetadata>"
+                    + "</AssumeRoleWithWebIdentityResponse>").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", "text/xml");
+            exchange.sendResponseHeaders(200, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        sts.start();
+        try {
+            Map<String, String> attributes = new java.util.HashMap<>(attributes(Map.of("role_arn", "arn:aws:iam::1:role/trainer",
+                    "sts_endpoint", "http://127.0.0.1:" + sts.getAddress().getPort(), "region", "us-east-1")));
+            attributes.put("csi.storage.k8s.io/serviceAccount.name", "trainer");
+            attributes.put("csi.storage.k8s.io/pod.namespace", "ml");
+            Path a = tmp.resolve("pods/a/volume");
+            assertRefused(Status.Code.FAILED_PRECONDITION, "service-account token", request("vol-8", a, false, attributes, Map.of()));
+            attributes.put("csi.storage.k8s.io/serviceAccount.tokens", "{\"sts.amazonaws.com\":{\"token\":\"pod-token-1\","
+                    + "\"expirationTimestamp\":\"2030-01-01T00:00:00Z\"}}");
+            node.nodePublishVolume(request("vol-8", a, false, attributes, Map.of()));
+            assertArrayEquals(SMALL, Files.readAllBytes(a.resolve("train/small.bin")));
+            assertEquals(List.of("pod-token-1"), identities, "the pod's token went to STS");
+            Path token = onlyFile(secretsDir);
+            assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(token)));
+            // the kubelet republishes with a fresh token: the file the mount's next exchange reads is replaced
+            attributes.put("csi.storage.k8s.io/serviceAccount.tokens", "{\"sts.amazonaws.com\":{\"token\":\"pod-token-2\"}}");
+            node.nodePublishVolume(request("vol-8", a, false, attributes, Map.of()));
+            assertEquals("pod-token-2", Files.readString(token));
+            assertFalse(log().contains("pod-token"), "no token in the plugin's log");
+            node.nodeUnpublishVolume(unpublish("vol-8", a));
+            awaitNoMounts();
+            assertFalse(Files.exists(token), "the token file goes with the volume");
+        } finally {
+            sts.stop(0);
+        }
+    }
+
+    @Test
     void aReadOnlyVolumeRefusesWrites() throws Exception {
         Path a = tmp.resolve("pods/a/volume");
         node.nodePublishVolume(publish("vol-3", a, true, Map.of("allow_writes", "true", "staging_size", "64M")));
