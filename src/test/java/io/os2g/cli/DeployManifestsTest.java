@@ -73,12 +73,13 @@ class DeployManifestsTest {
     @Test
     void theDefaultRenderAgreesWithItself() throws IOException {
         Map<String, JsonNode> objects = objects(render(Map.of()));
-        assertEquals(Set.of("CSIDriver/csi.os2g.io", "ServiceAccount/os2g-csi-node", "DaemonSet/os2g-csi-node"), objects.keySet());
+        assertEquals(Set.of("CSIDriver/csi.os2g.io", "ServiceAccount/os2g-csi-node", "DaemonSet/os2g-csi-node",
+                "DaemonSet/os2g-csi-mounter"), objects.keySet());
         JsonNode driver = objects.get("CSIDriver/csi.os2g.io");
         assertEquals(CsiServer.DRIVER_NAME, driver.at("/metadata/name").asText());
         assertFalse(driver.at("/spec/attachRequired").asBoolean(true), "no controller: nothing to attach");
         assertTrue(driver.at("/spec/tokenRequests").isMissingNode());
-        checkNode(objects.get("DaemonSet/os2g-csi-node"), false);
+        checkNode(objects.get("DaemonSet/os2g-csi-node"), objects.get("DaemonSet/os2g-csi-mounter"), false);
     }
 
     @Test
@@ -86,8 +87,8 @@ class DeployManifestsTest {
         Map<String, JsonNode> objects = objects(render(Map.of("agent.enabled", "true", "agent.endpoint", "http://minio:9000",
                 "agent.credentialsSecret", "node-s3")));
         assertTrue(objects.get("CSIDriver/csi.os2g.io").at("/spec/tokenRequests").isMissingNode());
-        JsonNode pod = objects.get("DaemonSet/os2g-csi-node").at("/spec/template/spec");
-        checkNode(objects.get("DaemonSet/os2g-csi-node"), true);
+        JsonNode pod = objects.get("DaemonSet/os2g-csi-mounter").at("/spec/template/spec");
+        checkNode(objects.get("DaemonSet/os2g-csi-node"), objects.get("DaemonSet/os2g-csi-mounter"), true);
         JsonNode agent = container(pod, "agent");
         assertEquals("node-s3", agent.at("/env/0/valueFrom/secretKeyRef/name").asText());
         assertTrue(args(agent).contains("--endpoint=http://minio:9000"));
@@ -101,16 +102,27 @@ class DeployManifestsTest {
         assertTrue(driver.at("/spec/podInfoOnMount").asBoolean(), "the service account's name keys the mount");
     }
 
-    /** The node pod: its containers' command lines, sockets, paths, volumes and images agree. */
-    private void checkNode(JsonNode daemonSet, boolean withAgent) throws IOException {
-        JsonNode pod = daemonSet.at("/spec/template/spec");
-        Map<String, JsonNode> volumes = new HashMap<>();
-        pod.get("volumes").forEach(v -> volumes.put(v.get("name").asText(), v));
+    /** The node's two pods: their containers' command lines, sockets, paths, volumes and images agree. */
+    private void checkNode(JsonNode nodeSet, JsonNode mounterSet, boolean withAgent) throws IOException {
+        assertEquals("RollingUpdate", nodeSet.at("/spec/updateStrategy/type").asText(), "the plugin's upgrades leave mounts serving");
+        assertEquals("OnDelete", mounterSet.at("/spec/updateStrategy/type").asText(), "a new mounter ends the node's mounts");
+        JsonNode pod = nodeSet.at("/spec/template/spec");
+        JsonNode mounterPod = mounterSet.at("/spec/template/spec");
+        for (JsonNode set : List.of(nodeSet, mounterSet)) {
+            JsonNode labels = set.at("/spec/template/metadata/labels");
+            set.at("/spec/selector/matchLabels").fields().forEachRemaining(e ->
+                    assertEquals(e.getValue().asText(), labels.path(e.getKey()).asText(), set.at("/metadata/name") + " selects its own pods"));
+        }
+        Map<String, JsonNode> volumes = volumes(pod);
+        Map<String, JsonNode> mounterVolumes = volumes(mounterPod);
         Set<String> names = new HashSet<>();
-        for (JsonNode c : pod.get("containers")) {
-            names.add(c.get("name").asText());
-            for (JsonNode m : c.path("volumeMounts")) {
-                assertTrue(volumes.containsKey(m.get("name").asText()), c.get("name") + " mounts an undeclared volume " + m);
+        for (JsonNode p : List.of(pod, mounterPod)) {
+            Map<String, JsonNode> declared = volumes(p);
+            for (JsonNode c : p.get("containers")) {
+                names.add(c.get("name").asText());
+                for (JsonNode m : c.path("volumeMounts")) {
+                    assertTrue(declared.containsKey(m.get("name").asText()), c.get("name") + " mounts an undeclared volume " + m);
+                }
             }
         }
         Set<String> expected = new HashSet<>(Set.of("os2g-csi", "mounter", "node-driver-registrar", "liveness-probe"));
@@ -123,7 +135,7 @@ class DeployManifestsTest {
         String appVersion = YAML.readTree(CHART.resolve("Chart.yaml").toFile()).get("appVersion").asText();
         String image = values.at("/image/repository").asText() + ":" + appVersion;
         JsonNode plugin = container(pod, "os2g-csi");
-        JsonNode mounter = container(pod, "mounter");
+        JsonNode mounter = container(mounterPod, "mounter");
         assertEquals(image, plugin.get("image").asText());
         assertEquals(image, mounter.get("image").asText());
         assertEquals(values.at("/sidecars/nodeDriverRegistrar/image").asText(), container(pod, "node-driver-registrar").get("image").asText());
@@ -158,15 +170,18 @@ class DeployManifestsTest {
         assertEquals(stateDir, mountPath(plugin, "state-dir"));
         assertEquals("Bidirectional", mount(plugin, "state-dir").get("mountPropagation").asText());
         assertEquals(stateDir, mountPath(mounter, "state-dir"), "the mounter writes each mount's log in the state dir");
+        assertEquals(stateDir, mounterVolumes.get("state-dir").at("/hostPath/path").asText());
 
-        // sockets and credentials on memory shared by the plugin and the mounter; staging where the mounter runs
-        assertEquals("Memory", volumes.get("run-dir").at("/emptyDir/medium").asText());
+        // sockets and credentials on the host's /run (tmpfs), shared by the two pods; staging where the mounter runs
+        String runDir = values.get("runDir").asText();
+        assertEquals(runDir, volumes.get("run-dir").at("/hostPath/path").asText());
+        assertEquals(runDir, mounterVolumes.get("run-dir").at("/hostPath/path").asText());
         assertTrue(pluginArgs.get("--secrets-dir").startsWith(mountPath(plugin, "run-dir") + "/"));
         assertEquals(mountPath(plugin, "run-dir"), mountPath(mounter, "run-dir"));
         Path mounterSocket = CsiServer.socketPath(pluginArgs.get("--mounter"));
         assertEquals(mounterSocket, CsiServer.socketPath(options(mounter).get("--listen")));
         assertTrue(mounterSocket.startsWith(mountPath(mounter, "run-dir")));
-        assertEquals("Memory", volumes.get("staging").at("/emptyDir/medium").asText());
+        assertEquals("Memory", mounterVolumes.get("staging").at("/emptyDir/medium").asText());
         assertTrue(pluginArgs.get("--staging-dir").startsWith(mountPath(mounter, "staging") + "/"));
         assertEquals("/dev/fuse", volumes.get("dev-fuse").at("/hostPath/path").asText());
         assertTrue(plugin.at("/securityContext/privileged").asBoolean());
@@ -178,7 +193,7 @@ class DeployManifestsTest {
         assertEquals(plugin.at("/ports/0/name").asText(), plugin.at("/livenessProbe/httpGet/port").asText());
 
         if (withAgent) {
-            JsonNode agent = container(pod, "agent");
+            JsonNode agent = container(mounterPod, "agent");
             assertEquals(image, agent.get("image").asText());
             new CommandLine(new AgentCommand()).parseArgs(args(agent).toArray(String[]::new));
             assertEquals(MountCommand.agentSocket(pluginArgs.get("--agent")), MountCommand.agentSocket(options(agent).get("--listen")));
@@ -262,6 +277,12 @@ class DeployManifestsTest {
             }
         }
         return objects;
+    }
+
+    private static Map<String, JsonNode> volumes(JsonNode pod) {
+        Map<String, JsonNode> volumes = new HashMap<>();
+        pod.get("volumes").forEach(v -> volumes.put(v.get("name").asText(), v));
+        return volumes;
     }
 
     private static JsonNode container(JsonNode pod, String name) {
