@@ -99,7 +99,7 @@ def test_unknown_command_is_refused_and_help_lists_every_command():
     r = run_os2g("--help")
     assert r.returncode == 0, r.stderr
     commands = re.findall(r"^  ([a-z0-9-]+) ", r.stdout, re.MULTILINE)
-    assert commands == ["mount", "agent", "stats", "warm", "index", "cache", "demo"], r.stdout  # s3-server is hidden
+    assert commands == ["mount", "agent", "csi", "csi-mounter", "stats", "warm", "index", "cache", "demo"], r.stdout  # s3-server is hidden
 
 
 def fake_jdk(tmp_path, release):
