@@ -305,3 +305,44 @@ def test_an_agent_and_its_shim_serve_metrics_errors_counted_by_errno_and_warning
             shim.wait(60)
         agent.send_signal(signal.SIGTERM)
         agent.wait(60)
+
+
+def test_an_aot_cache_is_recorded_by_a_clean_mount_built_apart_and_used_by_the_next(s3, tmp_path):
+    """OS2G_AOT_CACHE: the first mount records what it loads, a later start builds the cache, the next
+    mount starts from it; a refused mount records nothing; the bytes are the same either way."""
+    s3.bucket("it-aot", {"data/a.bin": payload(3_000_000, 71)})
+    cache_dir = tmp_path / "aot"
+    env = {**os.environ, **CREDENTIALS_ENV, "OS2G_AOT_CACHE": str(cache_dir / "os2g.aot")}
+    refused = subprocess.run([OS2G, "mount", "it-aot", str(tmp_path / "missing"), "--endpoint", s3.endpoint],
+                             capture_output=True, text=True, env=env, timeout=120)
+    assert refused.returncode == 2 and "does not exist" in refused.stderr
+    assert not list(cache_dir.glob("*.config*")), "a refused mount records nothing"
+
+    def mount_and_read():
+        mnt = tmp_path / "mnt"
+        mnt.mkdir(exist_ok=True)
+        log = open(tmp_path / "mount.log", "w+")
+        proc = subprocess.Popen([OS2G, "mount", "it-aot", str(mnt), "--endpoint", s3.endpoint,
+                                 "--staging-dir", str(tmp_path / "staging")], stdout=log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.time() + 90
+        while not mounted(mnt):
+            assert proc.poll() is None and time.time() < deadline, (tmp_path / "mount.log").read_text()
+            time.sleep(0.05)
+        assert sha256((mnt / "data/a.bin").read_bytes()) == sha256(payload(3_000_000, 71))
+        mapped = str(cache_dir) in Path(f"/proc/{proc.pid}/maps").read_text()  # the launcher execs the JVM
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0, (tmp_path / "mount.log").read_text()
+        return (tmp_path / "mount.log").read_text(), mapped
+
+    assert not mount_and_read()[1]
+    (config,) = cache_dir.glob("*.aot.config")
+    subprocess.run([OS2G, "--version"], env=env, check=True, capture_output=True)  # builds it, in the background
+    deadline = time.time() + 120
+    while not list(cache_dir.glob("*.aot")) and time.time() < deadline:
+        time.sleep(0.2)
+    (cache,) = cache_dir.glob("*.aot")
+    assert not config.exists(), "the configuration goes once the cache is built"
+    log, mapped = mount_and_read()
+    assert mapped, "the JVM maps the cache"
+    assert "[aot]" not in log and "AOTConfiguration" not in log, "the cache is used quietly"
+    assert list(cache_dir.iterdir()) == [cache]
