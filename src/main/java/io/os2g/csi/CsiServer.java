@@ -2,6 +2,7 @@ package io.os2g.csi;
 
 import io.grpc.Server;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.channel.ChannelOption;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
@@ -42,6 +43,7 @@ public final class CsiServer implements AutoCloseable {
                 .channelType(EpollServerDomainSocketChannel.class)
                 .bossEventLoopGroup(loop)
                 .workerEventLoopGroup(loop)
+                .withChildOption(ChannelOption.SO_KEEPALIVE, null) // a TCP option: unknown to a unix socket, warned of per call
                 .addService(new IdentityService(version))
                 .addService(new NodeService(nodeId, volumes))
                 .build();

@@ -88,7 +88,8 @@ class CsiPluginTest {
         startPlugin();
         loop = new EpollEventLoopGroup(1);
         channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(tmp.resolve("csi.sock").toString()))
-                .channelType(EpollDomainSocketChannel.class).eventLoopGroup(loop).usePlaintext().build();
+                .channelType(EpollDomainSocketChannel.class).eventLoopGroup(loop).usePlaintext()
+                .withOption(io.grpc.netty.shaded.io.netty.channel.ChannelOption.SO_KEEPALIVE, null).build();
         node = NodeGrpc.newBlockingStub(channel);
     }
 
@@ -187,6 +188,7 @@ class CsiPluginTest {
         assertFalse(Files.exists(credentials), "the credentials file is removed with the volume");
         assertTrue(!Files.exists(stagingDir) || list(stagingDir).isEmpty(), "the staging region is freed");
         assertFalse(log().contains(S3Fixture.SECRET_KEY), "no secret in the plugin's log");
+        assertFalse(log().contains("WARN"), log());
     }
 
     @Test
