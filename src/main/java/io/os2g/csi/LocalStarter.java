@@ -30,8 +30,7 @@ final class LocalStarter implements MountStarter {
 
     @Override
     public boolean ended(long pid, Path log) {
-        Path exit = MountStarter.exitFile(log);
-        if (Files.exists(exit)) {
+        if (Files.exists(MountStarter.exitFile(log))) {
             return true;
         }
         if (children.contains(pid)) {
@@ -40,7 +39,7 @@ final class LocalStarter implements MountStarter {
                 return false;
             }
             children.remove(pid);
-            writeExit(exit, status);
+            MountStarter.writeExit(log, status);
             return true;
         }
         try { // started by this plugin's predecessor: init reaps it
@@ -48,14 +47,6 @@ final class LocalStarter implements MountStarter {
             return stat.charAt(stat.lastIndexOf(')') + 2) == 'Z';
         } catch (IOException | RuntimeException e) {
             return true;
-        }
-    }
-
-    static void writeExit(Path exit, int status) {
-        try {
-            Files.writeString(exit, Integer.toString(status), StandardCharsets.US_ASCII);
-        } catch (IOException ignored) {
-            // the directory went with its mount
         }
     }
 }

@@ -1,6 +1,8 @@
 package io.os2g.csi;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -21,6 +23,24 @@ public interface MountStarter {
     /** Where a mount process's exit status is written once it is reaped. */
     static Path exitFile(Path log) {
         return log.resolveSibling(log.getFileName() + ".exit");
+    }
+
+    /** Records the exit status of the mount process logging to {@code log}, for whoever looks next. */
+    static void writeExit(Path log, int status) {
+        try {
+            Files.writeString(exitFile(log), Integer.toString(status), StandardCharsets.US_ASCII);
+        } catch (IOException ignored) {
+            // the directory went with its mount
+        }
+    }
+
+    /** The exit status recorded for the mount process logging to {@code log}; -1 if none is (yet, or readable). */
+    static int exitStatus(Path log) {
+        try {
+            return Integer.parseInt(Files.readString(exitFile(log), StandardCharsets.US_ASCII).strip());
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        }
     }
 
     /** Mount processes started by this process in sessions of their own (no container around the plugin). */

@@ -16,7 +16,6 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -35,6 +34,10 @@ public final class Mounter implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(Mounter.class);
     static final ObjectMapper JSON = new ObjectMapper();
+
+    /** What the plugin asks for: a mount process's command, environment and log. */
+    record Start(List<String> argv, List<String> env, String log) {
+    }
 
     private final Path socket;
     private final ServerSocketChannel server;
@@ -83,10 +86,12 @@ public final class Mounter implements AutoCloseable {
         try (connection) {
             BufferedReader in = new BufferedReader(new InputStreamReader(Channels.newInputStream(connection), StandardCharsets.UTF_8));
             OutputStream out = Channels.newOutputStream(connection);
-            JsonNode request = JSON.readTree(in.readLine());
-            List<String> argv = strings(request.get("argv"));
-            List<String> env = strings(request.get("env"));
-            Path log = Path.of(request.get("log").asText());
+            String line = in.readLine();
+            if (line == null) {
+                return; // hung up
+            }
+            Start request = JSON.readValue(line, Start.class);
+            Path log = Path.of(request.log());
             Path handoffPath = socket.resolveSibling("handoff-" + ProcessHandle.current().pid() + "-" + handoffs.incrementAndGet() + ".sock");
             ObjectNode answer = JSON.createObjectNode();
             try (DeviceHandoff handoff = DeviceHandoff.listen(handoffPath)) {
@@ -97,7 +102,7 @@ public final class Mounter implements AutoCloseable {
                     answer.put("error", "no FUSE descriptor arrived at " + handoffPath);
                 } else {
                     try {
-                        long pid = Libc.spawn(argv, env, device, log);
+                        long pid = Libc.spawn(request.argv(), request.env(), device, log);
                         children.put(pid, log);
                         answer.put("pid", pid);
                         LOG.info("started mount process {} (log {})", pid, log);
@@ -114,15 +119,6 @@ public final class Mounter implements AutoCloseable {
         }
     }
 
-    private static List<String> strings(JsonNode array) throws IOException {
-        if (array == null || !array.isArray()) {
-            throw new IOException("not a list of strings: " + array);
-        }
-        List<String> out = new ArrayList<>();
-        array.forEach(n -> out.add(n.asText()));
-        return out;
-    }
-
     static void write(OutputStream out, JsonNode message) throws IOException {
         out.write((JSON.writeValueAsString(message) + "\n").getBytes(StandardCharsets.UTF_8));
         out.flush();
@@ -135,7 +131,7 @@ public final class Mounter implements AutoCloseable {
                 int status = Libc.reap(child.getKey().intValue());
                 if (status >= 0) {
                     children.remove(child.getKey());
-                    LocalStarter.writeExit(MountStarter.exitFile(child.getValue()), status);
+                    MountStarter.writeExit(child.getValue(), status);
                     LOG.info("mount process {} ended with status {}", child.getKey(), status);
                 }
             }

@@ -30,9 +30,7 @@ public final class MounterClient implements MountStarter {
             channel.connect(UnixDomainSocketAddress.of(socket));
             BufferedReader in = new BufferedReader(new InputStreamReader(Channels.newInputStream(channel), StandardCharsets.UTF_8));
             OutputStream out = Channels.newOutputStream(channel);
-            Mounter.write(out, Mounter.JSON.createObjectNode().<com.fasterxml.jackson.databind.node.ObjectNode>set("argv",
-                    Mounter.JSON.valueToTree(argv)).<com.fasterxml.jackson.databind.node.ObjectNode>set("env",
-                    Mounter.JSON.valueToTree(env)).put("log", log.toString()));
+            Mounter.write(out, Mounter.JSON.valueToTree(new Mounter.Start(argv, env, log.toString())));
             JsonNode handoff = answer(in);
             DeviceHandoff.send(device, Path.of(handoff.get("handoff").asText()));
             Mounter.write(out, Mounter.JSON.createObjectNode());

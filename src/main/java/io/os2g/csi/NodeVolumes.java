@@ -348,7 +348,7 @@ public final class NodeVolumes {
                 return;
             }
             if (starter.ended(pid, log)) {
-                int status = exitStatus(log);
+                int status = MountStarter.exitStatus(log);
                 String reason = lastLine(read(log));
                 throw new CsiException(status == 2 ? Status.Code.INVALID_ARGUMENT : Status.Code.INTERNAL,
                         "os2g mount of volume " + volumeId + " failed (exit status " + status + "): " + reason);
@@ -362,14 +362,6 @@ public final class NodeVolumes {
         }
         throw new CsiException(Status.Code.DEADLINE_EXCEEDED, "os2g mount of volume " + volumeId + " did not answer within "
                 + MOUNT_TIMEOUT.toSeconds() + " s: " + lastLine(read(log)));
-    }
-
-    private static int exitStatus(Path log) {
-        try {
-            return Integer.parseInt(Files.readString(MountStarter.exitFile(log), StandardCharsets.US_ASCII).strip());
-        } catch (IOException | NumberFormatException e) {
-            return -1;
-        }
     }
 
     private static String read(Path log) {
