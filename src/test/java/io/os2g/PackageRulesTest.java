@@ -43,7 +43,7 @@ class PackageRulesTest {
             Map.entry("agentreplies", Set.of("", "fuse", "link", "agent", "namespace", "staging")),
             Map.entry("host", Set.of("", "fuse", "link", "namespace", "staging", "metrics")),
             Map.entry("runtime", Set.of("", "fuse", "host", "link", "agentreplies", "agent", "namespace", "staging", "store",
-                    "codec", "metrics", "diskcache")),
+                    "codec", "metrics", "diskcache", "csi")),
             Map.entry("csi", Set.of("fuse", "host")),
             Map.entry("cli", Set.of("", "runtime", "host", "agent", "staging", "store", "codec", "metrics", "s3server", "diskcache",
                     "csi")));

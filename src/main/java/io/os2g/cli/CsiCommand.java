@@ -1,17 +1,13 @@
 package io.os2g.cli;
 
 import io.os2g.csi.CsiServer;
-import io.os2g.csi.MountStarter;
-import io.os2g.csi.MounterClient;
-import io.os2g.csi.NodeVolumes;
+import io.os2g.runtime.CsiPlugin;
 import io.os2g.runtime.UsageError;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.Callable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,8 +22,6 @@ import picocli.CommandLine.Option;
 final class CsiCommand implements Callable<Integer> {
 
     private static final Logger LOG = LoggerFactory.getLogger(CsiCommand.class);
-    /** File systems that keep their files in memory: credentials never reach a disk. */
-    private static final Set<String> MEMORY_FILE_SYSTEMS = Set.of("tmpfs", "ramfs");
 
     @Option(names = "--endpoint", paramLabel = "unix:///PATH", defaultValue = "unix:///csi/csi.sock",
             description = "The socket the kubelet calls (default: ${DEFAULT-VALUE}).")
@@ -70,29 +64,25 @@ final class CsiCommand implements Callable<Integer> {
         if (!"root".equals(System.getProperty("user.name"))) {
             throw new UsageError("os2g csi mounts for pods: run it as root (a privileged container)");
         }
-        MountStarter starter;
-        try {
-            CsiServer.socketPath(endpoint);
-            starter = mounter == null ? MountStarter.local() : new MounterClient(CsiServer.socketPath(mounter));
-        } catch (IllegalArgumentException e) {
-            throw new UsageError(e.getMessage());
-        }
+        socket("--endpoint", endpoint);
         Path state = stateDir.toAbsolutePath().normalize();
-        Path secrets = secretsDir.toAbsolutePath().normalize();
-        Files.createDirectories(state);
-        Files.createDirectories(secrets);
-        String type = Files.getFileStore(secrets).type();
-        if (!MEMORY_FILE_SYSTEMS.contains(type)) {
-            throw new UsageError("--secrets-dir " + secrets + " is on " + type + ", not a memory file system (tmpfs): "
-                    + "credentials would be written to disk");
-        }
-        NodeVolumes volumes = new NodeVolumes(state, secrets, stagingDir.toAbsolutePath().normalize(), mountCommand(),
-                new VolumeAttributes(state), starter, agent == null ? null : MountCommand.agentSocket(agent));
-        CsiServer server = CsiServer.start(endpoint, nodeId, version(), volumes);
-        Runtime.getRuntime().addShutdownHook(new Thread(server::close, "os2g-csi-shutdown"));
-        LOG.info("CSI node plugin {} for node {} listening on unix:{} (mounts in {})", version(), nodeId, server.socket(), state);
-        server.awaitTermination();
+        CsiPlugin plugin = CsiPlugin.start(new CsiPlugin.Config(endpoint, nodeId, version(), state,
+                secretsDir.toAbsolutePath().normalize(), stagingDir.toAbsolutePath().normalize(), mountCommand(),
+                new VolumeAttributes(state), mounter == null ? null : socket("--mounter", mounter),
+                agent == null ? null : MountCommand.agentSocket(agent)));
+        Runtime.getRuntime().addShutdownHook(new Thread(plugin::close, "os2g-csi-shutdown"));
+        LOG.info("CSI node plugin {} for node {} listening on unix:{} (mounts in {})", version(), nodeId, plugin.socket(), state);
+        plugin.awaitTermination();
         return 0;
+    }
+
+    /** The socket path {@code option} gives, or its one-line refusal. */
+    static Path socket(String option, String value) {
+        try {
+            return CsiServer.socketPath(value);
+        } catch (IllegalArgumentException e) {
+            throw new UsageError(option + " " + e.getMessage());
+        }
     }
 
     /** {@code os2g mount} on this very build: this JVM with its options and class path. */

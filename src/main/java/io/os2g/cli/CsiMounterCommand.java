@@ -1,8 +1,6 @@
 package io.os2g.cli;
 
-import io.os2g.csi.CsiServer;
 import io.os2g.csi.Mounter;
-import io.os2g.runtime.UsageError;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
@@ -30,13 +28,7 @@ final class CsiMounterCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         service.configureLogging();
-        java.nio.file.Path socket;
-        try {
-            socket = CsiServer.socketPath(listen);
-        } catch (IllegalArgumentException e) {
-            throw new UsageError(e.getMessage().replace("--endpoint", "--listen"));
-        }
-        Mounter mounter = Mounter.start(socket);
+        Mounter mounter = Mounter.start(CsiCommand.socket("--listen", listen));
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             mounter.close();

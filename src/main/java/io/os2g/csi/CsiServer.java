@@ -60,7 +60,7 @@ public final class CsiServer implements AutoCloseable {
         String path = endpoint.startsWith("unix://") ? endpoint.substring("unix://".length())
                 : endpoint.startsWith("unix:") ? endpoint.substring("unix:".length()) : endpoint;
         if (!path.startsWith("/")) {
-            throw new IllegalArgumentException("--endpoint must be unix:///ABSOLUTE/PATH: " + endpoint);
+            throw new IllegalArgumentException("must be unix:///ABSOLUTE/PATH: " + endpoint);
         }
         return Path.of(path);
     }

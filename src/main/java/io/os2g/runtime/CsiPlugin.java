@@ -1,0 +1,73 @@
+package io.os2g.runtime;
+
+import io.os2g.csi.CsiServer;
+import io.os2g.csi.MountArguments;
+import io.os2g.csi.MountStarter;
+import io.os2g.csi.MounterClient;
+import io.os2g.csi.NodeVolumes;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The Kubernetes node plugin ({@code os2g csi}) put together: the node's volumes, started here or by the
+ * mounter, read directly or through the node agent, served on the kubelet's socket.
+ */
+public final class CsiPlugin implements AutoCloseable {
+
+    /** File systems that keep their files in memory: credentials never reach a disk. */
+    private static final Set<String> MEMORY_FILE_SYSTEMS = Set.of("tmpfs", "ramfs");
+
+    /**
+     * @param endpoint the kubelet's socket ({@code unix:///csi/csi.sock})
+     * @param mountCommand the words that run {@code os2g mount} on this build
+     * @param attributes how a volume's attributes become mount options
+     * @param mounter the socket of {@code os2g csi-mounter}, or null to start mount processes here
+     * @param agent the node agent's socket, or null for mounts with their own store client
+     */
+    public record Config(String endpoint, String nodeId, String version, Path stateDir, Path secretsDir, Path stagingDir,
+                         List<String> mountCommand, MountArguments attributes, Path mounter, Path agent) {
+    }
+
+    private final CsiServer server;
+
+    private CsiPlugin(CsiServer server) {
+        this.server = server;
+    }
+
+    /**
+     * Checks the directories (the secrets dir must be in memory), finds the mounts a previous plugin made
+     * and serves.
+     *
+     * @throws UsageError for a secrets dir on a disk
+     */
+    public static CsiPlugin start(Config config) throws IOException {
+        Files.createDirectories(config.stateDir());
+        Files.createDirectories(config.secretsDir());
+        String type = Files.getFileStore(config.secretsDir()).type();
+        if (!MEMORY_FILE_SYSTEMS.contains(type)) {
+            throw new UsageError("--secrets-dir " + config.secretsDir() + " is on " + type + ", not a memory file system (tmpfs): "
+                    + "credentials would be written to disk");
+        }
+        MountStarter starter = config.mounter() == null ? MountStarter.local() : new MounterClient(config.mounter());
+        NodeVolumes volumes = new NodeVolumes(config.stateDir(), config.secretsDir(), config.stagingDir(), config.mountCommand(),
+                config.attributes(), starter, config.agent());
+        return new CsiPlugin(CsiServer.start(config.endpoint(), config.nodeId(), config.version(), volumes));
+    }
+
+    public Path socket() {
+        return server.socket();
+    }
+
+    public void awaitTermination() throws InterruptedException {
+        server.awaitTermination();
+    }
+
+    /** Stops taking calls; the mounts go on serving. */
+    @Override
+    public void close() {
+        server.close();
+    }
+}
