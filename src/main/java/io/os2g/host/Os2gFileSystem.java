@@ -168,7 +168,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
             return new Attributes(controlNode(path), control.size(path), S_IFREG | ControlFiles.mode(path), 1,
                     config.uid(), config.gid(), now);
         }
-        throw new StagedReader.ReadException(Errno.ENOENT, "no control file " + path, null);
+        throw new HostException(Errno.ENOENT, "no control file " + path, null);
     }
 
     private Attributes attributes(Node node) {
@@ -202,7 +202,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
         }
         try {
             if (!(namespace.resolve(path) instanceof Node.Dir dir)) {
-                throw new StagedReader.ReadException(Errno.ENOTDIR, path + " is not a directory", null);
+                throw new HostException(Errno.ENOTDIR, path + " is not a directory", null);
             }
             Directory listing = namespace.readdir(dir);
             for (var entry : listing.entries().entrySet()) {
@@ -234,19 +234,19 @@ public final class Os2gFileSystem implements FuseFileSystem {
             boolean forWriting = (flags & O_ACCMODE) != 0;
             if (ControlFiles.owns(path)) {
                 if (!ControlFiles.isFile(path)) {
-                    throw new StagedReader.ReadException(ControlFiles.isDirectory(path) ? Errno.EISDIR : Errno.ENOENT, path, null);
+                    throw new HostException(ControlFiles.isDirectory(path) ? Errno.EISDIR : Errno.ENOENT, path, null);
                 }
                 long fh = nextHandle.getAndIncrement();
                 int rc = control.open(path, fh, flags, forWriting);
                 if (rc != 0) {
-                    throw new StagedReader.ReadException(-rc, "open " + path, null);
+                    throw new HostException(-rc, "open " + path, null);
                 }
                 return Opened.direct(fh);
             }
             if (forWriting) {
                 writes.requireWrites();
                 if (path.equals("/")) {
-                    throw new StagedReader.ReadException(Errno.EISDIR, path, null);
+                    throw new HostException(Errno.EISDIR, path, null);
                 }
                 long fh = nextHandle.getAndIncrement();
                 writes.start(fh, directory(NodeTable.parent(path)), NodeTable.name(path), flags, pid);
@@ -254,10 +254,10 @@ public final class Os2gFileSystem implements FuseFileSystem {
             }
             Node resolved = namespace.resolve(path);
             if (!(resolved instanceof Node.File file)) {
-                throw new StagedReader.ReadException(Errno.EISDIR, path, null);
+                throw new HostException(Errno.EISDIR, path, null);
             }
             if (writes.writing(file.inode()) != null) {
-                throw new StagedReader.ReadException(Errno.EBUSY, path + " is being written: it can be read once it is closed", null);
+                throw new HostException(Errno.EBUSY, path + " is being written: it can be read once it is closed", null);
             }
             OpenRequest request = new OpenRequest(file.inode(), file.key(), file.etag(), file.size());
             long agentHandle = link.open(request);
@@ -279,7 +279,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
         OpenHandle handle = handles.get(fh);
         if (handle == null) {
             if (!control.isOpen(fh)) {
-                throw new StagedReader.ReadException(Errno.EBADF, "read of unknown handle " + fh, null);
+                throw new HostException(Errno.EBADF, "read of unknown handle " + fh, null);
             }
             byte[] bytes = control.read(fh, offset, size);
             MemorySegment buffer = copyBuffers.get();
@@ -344,7 +344,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
         try {
             writes.requireWrites();
             if (ControlFiles.owns(path) || ControlFiles.owns(path(parent))) {
-                throw new StagedReader.ReadException(Errno.EPERM, "no files can be made in " + ControlFiles.DIR, null);
+                throw new HostException(Errno.EPERM, "no files can be made in " + ControlFiles.DIR, null);
             }
             long fh = nextHandle.getAndIncrement();
             WriteHandle h = writes.start(fh, directory(path(parent)), name, flags, pid);
@@ -390,7 +390,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
         try {
             if (ControlFiles.owns(path) || ControlFiles.owns(path(parent))) {
                 writes.requireWrites();
-                throw new StagedReader.ReadException(Errno.EPERM, "no directories can be made in " + ControlFiles.DIR, null);
+                throw new HostException(Errno.EPERM, "no directories can be made in " + ControlFiles.DIR, null);
             }
             Node.Dir made = writes.mkdir(directory(path(parent)), name);
             nodes.remember(made.inode(), path);
@@ -441,14 +441,14 @@ public final class Os2gFileSystem implements FuseFileSystem {
     /** EPERM for the control directory and its files, which no change reaches. */
     private static void controlUnchanged(String path) {
         if (ControlFiles.owns(path)) {
-            throw new StagedReader.ReadException(Errno.EPERM, path + " cannot be changed", null);
+            throw new HostException(Errno.EPERM, path + " cannot be changed", null);
         }
     }
 
     /** The directory at {@code path}: ENOENT, ENOTDIR as the namespace says. */
     private Node.Dir directory(String path) {
         if (!(namespace.resolve(path) instanceof Node.Dir dir)) {
-            throw new StagedReader.ReadException(Errno.ENOTDIR, path + " is not a directory", null);
+            throw new HostException(Errno.ENOTDIR, path + " is not a directory", null);
         }
         return dir;
     }
@@ -533,7 +533,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
             }
             byte[] bytes = lease.json().getBytes(StandardCharsets.UTF_8);
             if (bytes.length > XATTR_SIZE_MAX) {
-                throw new StagedReader.ReadException(Errno.E2BIG, "extents of " + path + " exceed an xattr", null);
+                throw new HostException(Errno.E2BIG, "extents of " + path + " exceed an xattr", null);
             }
             return bytes;
         } catch (NoData e) {
@@ -599,7 +599,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
         try {
             int rc = control.write(fh, data.asByteBuffer());
             if (rc < 0) {
-                throw new StagedReader.ReadException(-rc, "write to a control file", null);
+                throw new HostException(-rc, "write to a control file", null);
             }
             return rc;
         } catch (RuntimeException e) {
@@ -621,7 +621,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
         writes.requireWrites();
         try {
             if (h == null) {
-                throw new StagedReader.ReadException(Errno.EPERM, path + ": an object is not changed in place", null);
+                throw new HostException(Errno.EPERM, path + ": an object is not changed in place", null);
             }
             writes.setattr(h, changes);
             return attributes(h.file);
@@ -649,6 +649,6 @@ public final class Os2gFileSystem implements FuseFileSystem {
         }
         metrics.error(Errno.EIO);
         LOG.error("{} {} failed", op, path, e);
-        return new StagedReader.ReadException(Errno.EIO, op + " " + path + " failed: " + e, e);
+        return new HostException(Errno.EIO, op + " " + path + " failed: " + e, e);
     }
 }

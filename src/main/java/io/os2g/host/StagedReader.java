@@ -126,7 +126,7 @@ final class StagedReader {
                 }
             } catch (IllegalStateException unmapped) {
                 // the agent went away and its region was unmapped under this copy: nothing was returned yet
-                throw new ReadException(Errno.EIO, "staging region unmapped during the read (agent reconnecting)", unmapped);
+                throw new HostException(Errno.EIO, "staging region unmapped during the read (agent reconnecting)", unmapped);
             } finally {
                 target.unpin(staging, staged);
             }
@@ -146,7 +146,7 @@ final class StagedReader {
         Node.File file = handle.file();
         StagingView staging = link.staging();
         if (file.size() > staging.capacity() / 2) {
-            throw new ReadException(Errno.EFBIG, file.key() + " (" + file.size() + " bytes) is larger than half the staging region ("
+            throw new HostException(Errno.EFBIG, file.key() + " (" + file.size() + " bytes) is larger than half the staging region ("
                     + staging.capacity() + " bytes): read it instead of mapping it", null);
         }
         List<StagedChunk> pinned = new ArrayList<>();
@@ -200,7 +200,7 @@ final class StagedReader {
                 return staged;
             }
             if (System.nanoTime() + pause - deadline > 0) {
-                throw new ReadException(Errno.EIO, "chunk evicted before it could be read, again and again for "
+                throw new HostException(Errno.EIO, "chunk evicted before it could be read, again and again for "
                         + TimeUnit.NANOSECONDS.toMillis(deadlineNanos) + " ms (staging region too small for the readers?): key="
                         + handle.file().key() + ", chunk=" + key.index(), null);
             }
@@ -214,7 +214,7 @@ final class StagedReader {
             // the fetch goes on for whoever else waits for the chunk; only this wait ends
             CompletableFuture<Void> mine = staged.copy();
             request.whenInterrupted(() -> mine.completeExceptionally(
-                    new ReadException(Errno.EINTR, "read of " + handle.file().key() + " interrupted", null)));
+                    new HostException(Errno.EINTR, "read of " + handle.file().key() + " interrupted", null)));
             waited = mine;
         }
         try {
@@ -223,13 +223,13 @@ final class StagedReader {
             if (e.getCause() instanceof ErrnoException errno) {
                 throw errno;
             }
-            throw new ReadException(Errno.EIO, "read of " + handle.file().key() + " failed: " + e.getCause(), e.getCause());
+            throw new HostException(Errno.EIO, "read of " + handle.file().key() + " failed: " + e.getCause(), e.getCause());
         } catch (TimeoutException e) {
-            throw new ReadException(Errno.EIO, "read of " + handle.file().key() + " took longer than "
+            throw new HostException(Errno.EIO, "read of " + handle.file().key() + " took longer than "
                     + TimeUnit.NANOSECONDS.toMillis(deadlineNanos) + " ms", null);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new ReadException(Errno.EIO, "read interrupted", e);
+            throw new HostException(Errno.EIO, "read interrupted", e);
         }
     }
 
@@ -237,21 +237,6 @@ final class StagedReader {
     static final class TargetRefused extends RuntimeException {
         TargetRefused() {
             super(null, null, false, false);
-        }
-    }
-
-    /** A read that fails in the shim itself. */
-    static final class ReadException extends ErrnoException {
-        private final int errno;
-
-        ReadException(int errno, String message, Throwable cause) {
-            super(message, cause);
-            this.errno = errno;
-        }
-
-        @Override
-        public int errno() {
-            return errno;
         }
     }
 }

@@ -74,24 +74,24 @@ final class Writes {
     WriteHandle start(long fh, Node.Dir dir, String name, int flags, int pid) {
         requireWrites();
         if (EntryName.parse(name).isEmpty()) {
-            throw new Refused(Errno.EINVAL, "no object can be named " + name);
+            throw new HostException(Errno.EINVAL, "no object can be named " + name);
         }
         Node existing = namespace.entry(dir, name);
         if (existing instanceof Node.Dir) {
-            throw new Refused(Errno.EISDIR, dir.prefix() + name + " is a directory");
+            throw new HostException(Errno.EISDIR, dir.prefix() + name + " is a directory");
         }
         if (existing instanceof Node.File file) {
             if (byNode.containsKey(file.inode())) {
-                throw new Refused(Errno.EBUSY, file.key() + " is being written by another open");
+                throw new HostException(Errno.EBUSY, file.key() + " is being written by another open");
             }
             if ((flags & O_EXCL) != 0) {
-                throw new Refused(Errno.EEXIST, file.key() + " exists");
+                throw new HostException(Errno.EEXIST, file.key() + " exists");
             }
             if (!policy.overwrite()) {
-                throw new Refused(Errno.EPERM, file.key() + " exists, and overwrites are off (--allow-overwrite)");
+                throw new HostException(Errno.EPERM, file.key() + " exists, and overwrites are off (--allow-overwrite)");
             }
             if ((flags & O_TRUNC) == 0) {
-                throw new Refused(Errno.EPERM, file.key() + " can only be replaced whole: open it with O_TRUNC");
+                throw new HostException(Errno.EPERM, file.key() + " can only be replaced whole: open it with O_TRUNC");
             }
         }
         String key = dir.prefix() + name;
@@ -100,7 +100,7 @@ final class Writes {
         WriteHandle handle = new WriteHandle(dir, name, file, upload, CallerProcess.of(pid));
         if (byNode.putIfAbsent(file.inode(), handle) != null) {
             link.abortWrite(upload);
-            throw new Refused(Errno.EBUSY, key + " is being written by another open");
+            throw new HostException(Errno.EBUSY, key + " is being written by another open");
         }
         byHandle.put(fh, handle);
         namespace.hold(dir, name, file);
@@ -114,7 +114,7 @@ final class Writes {
             usable(h);
             if (offset != h.size) {
                 // a file S3 cannot take as written is not published at all: no truncated checkpoints
-                throw fail(h, new Refused(Errno.EINVAL, h.file.key() + ": write at " + offset + ", but " + h.size
+                throw fail(h, new HostException(Errno.EINVAL, h.file.key() + ": write at " + offset + ", but " + h.size
                         + " bytes are written: files are written in order only, so it will not be published"));
             }
             try {
@@ -169,7 +169,7 @@ final class Writes {
                 if (caller.otherThan(h.opener) || caller.killed()) {
                     return;
                 }
-                throw new Refused(h.failed, h.file.key() + " was not published: an earlier write failed");
+                throw new HostException(h.failed, h.file.key() + " was not published: an earlier write failed");
             }
             if (caller.killed()) {
                 LOG.info("the writer of {} was killed before closing it: nothing published, its upload aborted", h.file.key());
@@ -247,10 +247,10 @@ final class Writes {
 
     private static void usable(WriteHandle h) {
         if (h.failed != 0) {
-            throw new Refused(h.failed, h.file.key() + ": an earlier write failed: nothing will be published");
+            throw new HostException(h.failed, h.file.key() + ": an earlier write failed: nothing will be published");
         }
         if (h.ended) {
-            throw new Refused(Errno.EBADF, h.file.key() + " was closed (published) already");
+            throw new HostException(Errno.EBADF, h.file.key() + " was closed (published) already");
         }
     }
 
@@ -267,21 +267,21 @@ final class Writes {
     }
 
     private static RuntimeException failure(RuntimeException e) {
-        return e instanceof ErrnoException ? e : new Refused(Errno.EIO, "write failed: " + e);
+        return e instanceof ErrnoException ? e : new HostException(Errno.EIO, "write failed: " + e);
     }
 
     /** SETATTR of a file being written: its size may be "set" to what it is, its times to now; nothing else. */
     void setattr(WriteHandle h, Changes changes) {
         synchronized (h) {
             if (changes.any(Changes.SIZE) && changes.size() != h.size) {
-                throw new Refused(Errno.EINVAL, h.file.key() + ": written bytes cannot be truncated or extended ("
+                throw new HostException(Errno.EINVAL, h.file.key() + ": written bytes cannot be truncated or extended ("
                         + h.size + " -> " + changes.size() + ")");
             }
             if (changes.any(Changes.MODE | Changes.UID | Changes.GID)) {
-                throw new Refused(Errno.EPERM, h.file.key() + ": objects have no owner or mode to change");
+                throw new HostException(Errno.EPERM, h.file.key() + ": objects have no owner or mode to change");
             }
             if (changes.any(Changes.ATIME | Changes.MTIME)) {
-                throw new Refused(Errno.EPERM, h.file.key() + ": an object's time is when it was published");
+                throw new HostException(Errno.EPERM, h.file.key() + ": an object's time is when it was published");
             }
             // ATIME_NOW, MTIME_NOW (touch): the object's time will be its publication, just after now
         }
@@ -291,10 +291,10 @@ final class Writes {
     Node.Dir mkdir(Node.Dir dir, String name) {
         requireWrites();
         if (EntryName.parse(name).isEmpty()) {
-            throw new Refused(Errno.EINVAL, "no prefix can be named " + name);
+            throw new HostException(Errno.EINVAL, "no prefix can be named " + name);
         }
         if (namespace.entry(dir, name) != null) {
-            throw new Refused(Errno.EEXIST, dir.prefix() + name + " exists");
+            throw new HostException(Errno.EEXIST, dir.prefix() + name + " exists");
         }
         String prefix = dir.prefix() + name + "/";
         Node.Dir made = new Node.Dir(namespace.inodeOf(prefix), prefix);
@@ -306,15 +306,15 @@ final class Writes {
     void rmdir(Node.Dir dir, String name) {
         requireWrites();
         if (!(existing(dir, name) instanceof Node.Dir sub)) {
-            throw new Refused(Errno.ENOTDIR, dir.prefix() + name + " is not a directory");
+            throw new HostException(Errno.ENOTDIR, dir.prefix() + name + " is not a directory");
         }
         if (!namespace.list(sub).entries().isEmpty()) {
-            throw new Refused(Errno.ENOTEMPTY, sub.prefix() + " is not empty");
+            throw new HostException(Errno.ENOTEMPTY, sub.prefix() + " is not empty");
         }
         namespace.release(dir, name);
         if (namespace.entry(dir, name) != null) { // the bucket holds a marker object for it
             if (!policy.delete()) {
-                throw new Refused(Errno.EPERM, sub.prefix() + " is in the bucket, and deletes are off (--allow-delete)");
+                throw new HostException(Errno.EPERM, sub.prefix() + " is in the bucket, and deletes are off (--allow-delete)");
             }
             link.deleteObject(sub.prefix());
             namespace.deleted(dir, name);
@@ -325,13 +325,13 @@ final class Writes {
     void unlink(Node.Dir dir, String name) {
         requireWrites();
         if (!(existing(dir, name) instanceof Node.File file)) {
-            throw new Refused(Errno.EISDIR, dir.prefix() + name + " is a directory");
+            throw new HostException(Errno.EISDIR, dir.prefix() + name + " is a directory");
         }
         if (byNode.containsKey(file.inode())) {
-            throw new Refused(Errno.EBUSY, file.key() + " is being written");
+            throw new HostException(Errno.EBUSY, file.key() + " is being written");
         }
         if (!policy.delete()) {
-            throw new Refused(Errno.EPERM, file.key() + ": deletes are off (--allow-delete)");
+            throw new HostException(Errno.EPERM, file.key() + ": deletes are off (--allow-delete)");
         }
         link.deleteObject(file.key());
         namespace.deleted(dir, name);
@@ -345,34 +345,34 @@ final class Writes {
     Node.File rename(Node.Dir dir, String name, Node.Dir newDir, String newName, int flags) {
         requireWrites();
         if ((flags & ~RENAME_NOREPLACE) != 0) {
-            throw new Refused(Errno.EINVAL, "rename flags " + flags + " (only RENAME_NOREPLACE)");
+            throw new HostException(Errno.EINVAL, "rename flags " + flags + " (only RENAME_NOREPLACE)");
         }
         if (!(existing(dir, name) instanceof Node.File file)) {
-            throw new Refused(Errno.EOPNOTSUPP, dir.prefix() + name + "/ is a directory: renaming one would copy every key under it");
+            throw new HostException(Errno.EOPNOTSUPP, dir.prefix() + name + "/ is a directory: renaming one would copy every key under it");
         }
         if (EntryName.parse(newName).isEmpty()) {
-            throw new Refused(Errno.EINVAL, "no object can be named " + newName);
+            throw new HostException(Errno.EINVAL, "no object can be named " + newName);
         }
         if (byNode.containsKey(file.inode())) {
-            throw new Refused(Errno.EBUSY, file.key() + " is being written: rename it once it is closed");
+            throw new HostException(Errno.EBUSY, file.key() + " is being written: rename it once it is closed");
         }
         Node target = namespace.entry(newDir, newName);
         if (target instanceof Node.Dir) {
-            throw new Refused(Errno.EISDIR, newDir.prefix() + newName + " is a directory");
+            throw new HostException(Errno.EISDIR, newDir.prefix() + newName + " is a directory");
         }
         if (target instanceof Node.File replaced) {
             if ((flags & RENAME_NOREPLACE) != 0) {
-                throw new Refused(Errno.EEXIST, replaced.key() + " exists");
+                throw new HostException(Errno.EEXIST, replaced.key() + " exists");
             }
             if (byNode.containsKey(replaced.inode())) {
-                throw new Refused(Errno.EBUSY, replaced.key() + " is being written");
+                throw new HostException(Errno.EBUSY, replaced.key() + " is being written");
             }
             if (!policy.overwrite()) {
-                throw new Refused(Errno.EPERM, replaced.key() + " exists, and overwrites are off (--allow-overwrite)");
+                throw new HostException(Errno.EPERM, replaced.key() + " exists, and overwrites are off (--allow-overwrite)");
             }
         }
         if (!policy.delete() && !publishedHere.contains(file.key())) {
-            throw new Refused(Errno.EPERM, file.key() + ": renaming deletes it, and deletes are off (--allow-delete) "
+            throw new HostException(Errno.EPERM, file.key() + ": renaming deletes it, and deletes are off (--allow-delete) "
                     + "for keys this mount did not write");
         }
         String to = newDir.prefix() + newName;
@@ -392,23 +392,8 @@ final class Writes {
     private Node existing(Node.Dir dir, String name) {
         Node node = namespace.entry(dir, name);
         if (node == null) {
-            throw new Refused(Errno.ENOENT, dir.prefix() + name + " does not exist");
+            throw new HostException(Errno.ENOENT, dir.prefix() + name + " does not exist");
         }
         return node;
-    }
-
-    /** A refusal with its errno. */
-    static final class Refused extends ErrnoException {
-        private final int errno;
-
-        Refused(int errno, String message) {
-            super(message, null);
-            this.errno = errno;
-        }
-
-        @Override
-        public int errno() {
-            return errno;
-        }
     }
 }
