@@ -19,14 +19,14 @@ if [ -n "${OS2G_AGENT_CPUS:-}" ] && command -v taskset >/dev/null; then
 fi
 ncpus=$(( $(tr ',' '\n' <<<"${OS2G_AGENT_CPUS:-0}" | wc -l) ))
 "${pin[@]}" "$os2g" agent --listen "unix:$run/agent.sock" --endpoint "$S3_ENDPOINT" --cpus "$ncpus" \
-  --staging-dir "$run/staging" --metrics-port "$((metrics + 1))" &
+  --staging-dir "$run/staging" --metrics-port "0.0.0.0:$((metrics + 1))" &
 agent=$!
 for _ in $(seq 600); do [ -S "$run/agent.sock" ] && break; kill -0 "$agent" 2>/dev/null || exit 1; sleep 0.1; done
 
 # the mount holds no credentials: the agent has them
 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN \
   "$os2g" mount "$S3_BUCKET" "$mnt" --agent "unix:$run/agent.sock" --metadata-ttl forever \
-  --staging-size "${OS2G_STAGING_SIZE:-1G}" -o allow_other --metrics-port "$metrics" &
+  --staging-size "${OS2G_STAGING_SIZE:-1G}" -o allow_other --metrics-port "0.0.0.0:$metrics" &
 mount=$!
 
 stop() {

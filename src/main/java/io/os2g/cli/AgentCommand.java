@@ -1,5 +1,7 @@
 package io.os2g.cli;
 
+import io.os2g.PrivateDirectory;
+import io.os2g.agent.AgentPolicy;
 import io.os2g.runtime.AgentService;
 import io.os2g.runtime.AgentServiceConfig;
 import io.os2g.runtime.UsageError;
@@ -28,12 +30,25 @@ final class AgentCommand implements Callable<Integer> {
     StoreOptions store = new StoreOptions();
 
     @Option(names = "--staging-dir", paramLabel = "DIR",
-            description = "Where each mount's staging region is created, mount-N under it (default: /dev/shm/os2g/agent-<socket-id>).")
+            description = "Where each mount's staging region is created, mount-N under it (default: /dev/shm/os2g-<uid>/agent-<socket-id>, private to the user).")
     Path stagingDir;
 
     @Option(names = "--cpus", paramLabel = "N",
             description = "Bound on the agent's fetch and decode parallelism (its scheduler's threads). Pin the process to as many cores with taskset -c or systemd CPUAffinity.")
     Integer cpus;
+
+    @Option(names = "--serve", paramLabel = "BUCKET[/PREFIX]",
+            description = "Serve only mounts of this bucket, or of this prefix and below (repeatable; default: any bucket the credentials reach).")
+    java.util.List<String> serve = new java.util.ArrayList<>();
+
+    @Option(names = "--allow-writes", description = "Take new files written through the mounts it serves (each mount also needs --allow-writes).")
+    boolean allowWrites;
+
+    @Option(names = "--allow-overwrite", description = "With --allow-writes: let writes and renames replace existing keys.")
+    boolean allowOverwrite;
+
+    @Option(names = "--allow-delete", description = "With --allow-writes: let mounts delete keys, and rename away keys they did not write.")
+    boolean allowDelete;
 
     @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
     boolean help;
@@ -64,11 +79,20 @@ final class AgentCommand implements Callable<Integer> {
             throw new UsageError("--gpu must be a CUDA device number (0, 1, ...): " + gpu);
         }
         Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize()
-                : Path.of("/dev/shm/os2g", "agent-" + MountCommand.mountId(socket));
+                : PrivateDirectory.sharedMemoryParent().resolve("agent-" + MountCommand.mountId(socket));
+        if ((allowOverwrite || allowDelete) && !allowWrites) {
+            throw new UsageError((allowOverwrite ? "--allow-overwrite" : "--allow-delete") + " needs --allow-writes");
+        }
+        for (String source : serve) {
+            if (source.isEmpty() || source.startsWith("/")) {
+                throw new UsageError("--serve must be BUCKET or BUCKET/PREFIX: " + source);
+            }
+        }
+        AgentPolicy policy = new AgentPolicy(serve.stream().map(AgentCommand::source).toList(), allowWrites, allowOverwrite, allowDelete);
         InetSocketAddress metricsAddress = service.metricsAddress();
         store.retry(); // its options' errors now, before anything starts
         AgentService agent = AgentService.start(new AgentServiceConfig(socket, dir, store::config, store.readDeadline(),
-                store.maxFetches, gpu == null ? -1 : gpu, metricsAddress, cache.config()));
+                store.maxFetches, gpu == null ? -1 : gpu, metricsAddress, cache.config(), policy));
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             agent.close();
@@ -79,5 +103,10 @@ final class AgentCommand implements Callable<Integer> {
                 metricsAddress == null ? "" : "; metrics at http://" + metricsAddress.getHostString() + ":" + agent.metricsPort() + "/metrics");
         stopped.await();
         return 0;
+    }
+
+    /** A --serve value as a mount names it: a prefix ends in {@code /}, as a mount's does. */
+    private static String source(String given) {
+        return given.contains("/") && !given.endsWith("/") ? given + "/" : given;
     }
 }

@@ -1,12 +1,17 @@
 package io.os2g.cli;
 
+import io.os2g.PrivateDirectory;
 import io.os2g.host.MountTable;
 import io.os2g.runtime.UsageError;
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 
 /**
  * {@code --daemon}: starts the same command again without {@code --daemon}, in a new session
@@ -32,10 +37,10 @@ final class Daemon {
                 command.add(arg);
             }
         }
-        Path log = Path.of(System.getProperty("java.io.tmpdir"), "os2g-" + MountCommand.mountId(mountPoint) + ".log");
+        Path log = createLog(mountPoint);
         Process child = new ProcessBuilder(command)
                 .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
-                .redirectOutput(ProcessBuilder.Redirect.to(log.toFile()))
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .redirectErrorStream(true)
                 .start();
         long deadline = System.currentTimeMillis() + TIMEOUT_MILLIS;
@@ -53,5 +58,36 @@ final class Daemon {
         }
         child.destroy();
         throw new UsageError("mount did not appear within " + TIMEOUT_MILLIS / 1000 + " s; see " + log);
+    }
+
+    /**
+     * A new log file, mode 0600, in a directory only this user can reach: {@code /run/os2g} for root,
+     * else {@code $XDG_RUNTIME_DIR/os2g} or {@code /tmp/os2g-UID}. A mount point's earlier log is replaced;
+     * nothing of another user's (a planted link, a file) is followed or written.
+     */
+    static Path createLog(Path mountPoint) {
+        Path dir = logDirectory();
+        Path log = dir.resolve("os2g-" + MountCommand.mountId(mountPoint) + ".log");
+        try {
+            PrivateDirectory.ensure(dir);
+            Files.deleteIfExists(log);
+            Files.newByteChannel(log, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS),
+                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"))).close();
+            return log;
+        } catch (IOException e) {
+            throw new UsageError("--daemon: cannot make its log in " + dir + ": " + e.getMessage());
+        }
+    }
+
+    private static Path logDirectory() {
+        int uid = PrivateDirectory.effectiveUid();
+        if (uid == 0) {
+            return Path.of("/run/os2g");
+        }
+        String runtime = System.getenv("XDG_RUNTIME_DIR");
+        if (runtime != null && !runtime.isBlank() && Files.isDirectory(Path.of(runtime))) {
+            return Path.of(runtime, "os2g");
+        }
+        return Path.of("/tmp", "os2g-" + uid);
     }
 }

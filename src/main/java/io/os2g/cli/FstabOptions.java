@@ -13,13 +13,14 @@ import picocli.CommandLine.Model.OptionSpec;
  * means {@code --endpoint http://minio:9000 --metadata-ttl forever --staging-size 8G -o allow_other}.
  * A name is one of the command's long options with dashes written as underscores; what mount(8) and
  * systemd keep for themselves ({@code _netdev}, {@code nofail}, {@code x-systemd.*}, ...) is dropped;
- * anything else stays a FUSE mount option, as before.
+ * anything else stays a FUSE mount option ({@code ro} too: the mount command checks it against
+ * {@code --allow-writes}).
  */
 final class FstabOptions {
 
     /** Options of mount(8), systemd and fstab that mean nothing to the file system itself. */
     private static final Set<String> MOUNT_ONLY = Set.of("defaults", "_netdev", "nofail", "auto", "noauto", "user", "nouser",
-            "users", "owner", "group", "rw", "ro", "sync", "async", "atime", "noatime", "relatime", "norelatime",
+            "users", "owner", "group", "rw", "sync", "async", "atime", "noatime", "relatime", "norelatime",
             "strictatime", "lazytime", "nodiratime", "diratime", "dev", "nodev", "suid", "nosuid", "exec", "noexec",
             "loud", "silent", "bg", "fg");
 

@@ -1,7 +1,9 @@
 package io.os2g.cli;
 
+import io.os2g.PrivateDirectory;
 import io.os2g.agent.AgentConfig;
 import io.os2g.host.FsConfig;
+import io.os2g.host.FuseMount;
 import io.os2g.host.WritePolicy;
 import io.os2g.runtime.Gateway;
 import io.os2g.runtime.MountConfig;
@@ -94,7 +96,7 @@ final class MountCommand implements Callable<Integer> {
             description = "How long listings and attributes are trusted (default: ${DEFAULT-VALUE}); forever for datasets that do not change.")
     String metadataTtl;
 
-    @Option(names = "--staging-dir", paramLabel = "DIR", description = "Where staging segments live (default: /dev/shm/os2g/<mount-id>).")
+    @Option(names = "--staging-dir", paramLabel = "DIR", description = "Where staging segments live (default: /dev/shm/os2g-<uid>/<mount-id>, private to the user).")
     Path stagingDir;
 
     @Option(names = "--staging-size", paramLabel = "SIZE|auto", defaultValue = "1G",
@@ -226,7 +228,7 @@ final class MountCommand implements Callable<Integer> {
             throw new UsageError("--daemon cannot pass on a /dev/fd mount point: the process that mounted it runs this one");
         }
         Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize()
-                : preOpened ? preOpenedStagingDir() : Path.of("/dev/shm/os2g", mountId(mount));
+                : preOpened ? preOpenedStagingDir() : PrivateDirectory.sharedMemoryParent().resolve(mountId(mount));
         StagingConfig stagingConfig = StagingConfig.of(dir, staging, readDeadline);
 
         if ((allowOverwrite || allowDelete) && !allowWrites) {
@@ -236,7 +238,7 @@ final class MountCommand implements Callable<Integer> {
             throw new UsageError("--allow-writes needs --staging-size of at least " + Sizes.format(MIN_WRITE_STAGING)
                     + " (written files are uploaded from it in parts of 8M): " + stagingSize);
         }
-        FsConfig fs = new FsConfig(uid != null ? uid : CallerIds.uid(), gid != null ? gid : CallerIds.gid(),
+        FsConfig fs = new FsConfig(id("--uid", uid, CallerIds.uid()), id("--gid", gid, CallerIds.gid()),
                 parseMode("--file-mode", fileMode != null ? fileMode : allowWrites ? "0644" : "0444"),
                 parseMode("--dir-mode", dirMode != null ? dirMode : allowWrites ? "0755" : "0555"), System.currentTimeMillis(), readDeadline,
                 mount.toAbsolutePath().normalize().toString(), new WritePolicy(allowWrites, allowOverwrite, allowDelete));
@@ -252,9 +254,17 @@ final class MountCommand implements Callable<Integer> {
         options.add("negative_timeout=" + ttlSeconds);
         for (String o : fuseOptions) {
             String option = o.strip();
+            if (option.equals("ro") && allowWrites) {
+                throw new UsageError("-o ro and --allow-writes contradict each other: give one of them");
+            }
             if (!option.isEmpty() && !option.equals("ro") && !options.contains(option)) {
                 options.add(option);
             }
+        }
+        try {
+            FuseMount.check(options);
+        } catch (FuseMount.MountException e) {
+            throw new UsageError(e.getMessage());
         }
         return new MountConfig(storeConfig, bucket, prefix, ttl, stagingConfig, agentConfig, fs, mount, options,
                 agent == null ? null : agentSocket(agent), replies, expandTar, decompress, service.metricsAddress(),
@@ -284,16 +294,28 @@ final class MountCommand implements Callable<Integer> {
         }
     }
 
+    /** Permission bits only: a mount shows no set-user-id, set-group-id or sticky files. */
     static int parseMode(String option, String text) {
         try {
             int mode = Integer.parseInt(text, 8);
-            if (mode < 0 || mode > 07777) {
+            if (mode < 0 || mode > 0777) {
                 throw new NumberFormatException();
             }
             return mode;
         } catch (NumberFormatException e) {
-            throw new UsageError(option + " must be an octal mode such as 0444: " + text);
+            throw new UsageError(option + " must be an octal mode from 0000 to 0777, such as 0444: " + text);
         }
+    }
+
+    /** A user or group id given, or the caller's; (uid_t) -1 means "no change" to the kernel, not an owner. */
+    private static int id(String option, Integer given, int caller) {
+        if (given == null) {
+            return caller;
+        }
+        if (given < 0) {
+            throw new UsageError(option + " must be a user or group id from 0 to 2147483647: " + given);
+        }
+        return given;
     }
 
     /**
@@ -301,7 +323,7 @@ final class MountCommand implements Callable<Integer> {
      * after the process, with those of dead ones removed (a mount point's is reclaimed by the next mount).
      */
     private static Path preOpenedStagingDir() {
-        Path parent = Path.of("/dev/shm/os2g");
+        Path parent = PrivateDirectory.sharedMemoryParent();
         StagingDirectory.removeDead(parent, "fd-");
         return parent.resolve("fd-" + ProcessHandle.current().pid());
     }

@@ -15,7 +15,7 @@ final class ServiceOptions {
     Path logFile;
 
     @Option(names = "--metrics-port", paramLabel = "[ADDRESS:]PORT",
-            description = "Serve Prometheus metrics at http://ADDRESS:PORT/metrics (default address: every interface).")
+            description = "Serve Prometheus metrics at http://ADDRESS:PORT/metrics (default address: 127.0.0.1; 0.0.0.0:PORT for every interface).")
     String metricsPort;
 
     @Option(names = "--debug", description = "Debug logging, and stack traces on errors.")
@@ -43,7 +43,7 @@ final class ServiceOptions {
             throw new UsageError("--metrics-port must be PORT or ADDRESS:PORT with a port from 1 to 65535 (0: any free port, logged): " + metricsPort);
         }
         try {
-            return host.isEmpty() ? new InetSocketAddress(port) : new InetSocketAddress(InetAddress.getByName(host), port);
+            return host.isEmpty() ? new InetSocketAddress(InetAddress.getLoopbackAddress(), port) : new InetSocketAddress(InetAddress.getByName(host), port);
         } catch (UnknownHostException e) {
             throw new UsageError("--metrics-port: unknown address " + host);
         }

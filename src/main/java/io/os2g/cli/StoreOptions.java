@@ -19,6 +19,10 @@ import picocli.CommandLine.Option;
 final class StoreOptions {
 
     private static final Logger LOG = LoggerFactory.getLogger(StoreOptions.class);
+    /** 30 retries back off for about two minutes: an outage longer than that is EIO, not a hung reader. */
+    static final int MAX_RETRIES = 30;
+    static final int MAX_REQUEST_TIMEOUT = 600;
+    static final int MAX_FETCHES = 1024;
 
     @Option(names = "--endpoint", paramLabel = "URL", description = "S3 endpoint (default: $AWS_ENDPOINT_URL or https://s3.amazonaws.com).")
     String endpoint;
@@ -56,14 +60,15 @@ final class StoreOptions {
     int retries;
 
     RetryPolicy retry() {
-        if (requestTimeout < 1) {
-            throw new UsageError("--request-timeout must be at least 1 second: " + requestTimeout);
+        // upper bounds keep "nothing hangs": a read's deadline sums every attempt and backoff
+        if (requestTimeout < 1 || requestTimeout > MAX_REQUEST_TIMEOUT) {
+            throw new UsageError("--request-timeout must be from 1 to " + MAX_REQUEST_TIMEOUT + " seconds: " + requestTimeout);
         }
-        if (retries < 0) {
-            throw new UsageError("--retries must not be negative: " + retries);
+        if (retries < 0 || retries > MAX_RETRIES) {
+            throw new UsageError("--retries must be from 0 to " + MAX_RETRIES + ": " + retries);
         }
-        if (maxFetches < 1) {
-            throw new UsageError("--max-fetches must be at least 1: " + maxFetches);
+        if (maxFetches < 1 || maxFetches > MAX_FETCHES) {
+            throw new UsageError("--max-fetches must be from 1 to " + MAX_FETCHES + ": " + maxFetches);
         }
         return new RetryPolicy(retries + 1, RetryPolicy.DEFAULT.baseDelay(), RetryPolicy.DEFAULT.maxDelay(),
                 Duration.ofSeconds(requestTimeout));

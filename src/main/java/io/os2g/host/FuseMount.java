@@ -79,10 +79,8 @@ public final class FuseMount {
                 case "attr_timeout" -> attributes = seconds(option, value);
                 case "negative_timeout" -> negative = seconds(option, value);
                 default -> {
-                    if (KERNEL_OPTIONS.contains(name) || name.equals("max_read") || name.equals("blksize")) {
+                    if (kernelOption(option, name, value)) {
                         kernel.add(option);
-                    } else if (!IGNORED.contains(name)) {
-                        throw new MountException("mount option " + option + " is not one os2g knows", null);
                     }
                 }
             }
@@ -132,11 +130,53 @@ public final class FuseMount {
         }
     }
 
+    /**
+     * Checks FUSE options before anything starts, as {@link #start} reads them.
+     *
+     * @throws MountException naming the first option os2g does not know, or a bad value
+     */
+    public static void check(List<String> options) {
+        for (String option : options) {
+            String name = option.contains("=") ? option.substring(0, option.indexOf('=')) : option;
+            String value = option.contains("=") ? option.substring(option.indexOf('=') + 1) : "";
+            switch (name) {
+                case "fsname", "subtype" -> { }
+                case "entry_timeout", "attr_timeout", "negative_timeout" -> seconds(option, value);
+                default -> kernelOption(option, name, value);
+            }
+        }
+    }
+
+    /** Whether {@code option} goes to mount(2); false for one accepted and dropped. */
+    private static boolean kernelOption(String option, String name, String value) {
+        if (KERNEL_OPTIONS.contains(name) && value.isEmpty() && !option.contains("=")) {
+            return true;
+        }
+        if (name.equals("max_read") || name.equals("blksize")) {
+            try {
+                if (Integer.parseInt(value) > 0) {
+                    return true;
+                }
+            } catch (NumberFormatException e) {
+                // refused below
+            }
+            throw new MountException("mount option " + option + ": not a positive number", null);
+        }
+        if (IGNORED.contains(name) && !option.contains("=")) {
+            return false;
+        }
+        throw new MountException("mount option " + option + " is not one os2g knows (os2g mount --help lists them)", null);
+    }
+
     private static Duration seconds(String option, String value) {
         try {
-            return Duration.ofNanos((long) (Double.parseDouble(value) * 1e9));
+            double seconds = Double.parseDouble(value);
+            if (!(seconds >= 0) || seconds > Duration.ofDays(3650).toSeconds()) {
+                throw new NumberFormatException();
+            }
+            return Duration.ofNanos((long) (seconds * 1e9));
         } catch (NumberFormatException e) {
-            throw new MountException("mount option " + option + ": not a number of seconds", e);
+            throw new MountException("mount option " + option + ": not a number of seconds between 0 and 10 years", e);
         }
     }
 

@@ -1,6 +1,7 @@
 package io.os2g.host;
 
 import io.os2g.ErrnoException;
+import io.os2g.LogText;
 import io.os2g.link.AgentLink;
 import io.os2g.link.OpenRequest;
 import io.os2g.link.PrefetchRequest;
@@ -151,9 +152,9 @@ final class HintWriter {
     private void reject(String text, String reason) {
         metrics.hintRejected();
         if (rejected++ == 0) {
-            firstRejection = "'" + text + "': " + reason;
+            firstRejection = LogText.quote(text) + ": " + LogText.escape(reason);
         }
-        LOG.debug("hint '{}' skipped: {}", text, reason);
+        LOG.debug("hint {} skipped: {}", LogText.quote(text), LogText.escape(reason));
     }
 
     /** Sends the batch; at the end, an empty replacing message still clears the old hints. */

@@ -1,5 +1,6 @@
 package io.os2g.namespace;
 
+import io.os2g.LogText;
 import io.os2g.store.Listing;
 import io.os2g.store.ObjectSummary;
 import java.util.Optional;
@@ -38,9 +39,17 @@ public final class DirectoryBuilder {
         String prefix = self.prefix();
         TreeMap<String, Node> entries = new TreeMap<>();
         for (String common : listing.commonPrefixes()) {
-            addDirectory(entries, common);
+            if (common.startsWith(prefix) && common.length() > prefix.length() + 1 && common.endsWith("/")) {
+                addDirectory(entries, common);
+            } else {
+                warnOnce(common, "skipping prefix " + quote(common) + ": not one level below " + quote(prefix));
+            }
         }
         for (ObjectSummary object : listing.objects()) {
+            if (!object.key().startsWith(prefix)) {
+                warnOnce(object.key(), "skipping key " + quote(object.key()) + " outside the directory " + quote(prefix));
+                continue;
+            }
             String raw = object.key().substring(prefix.length());
             if (raw.isEmpty()) {
                 continue; // the directory marker object itself
@@ -86,15 +95,6 @@ public final class DirectoryBuilder {
 
     /** Keys are shown escaped so that a NUL or newline in a key cannot forge log lines. */
     private static String quote(String key) {
-        StringBuilder out = new StringBuilder(key.length() + 2).append('\'');
-        for (int i = 0; i < key.length(); i++) {
-            char c = key.charAt(i);
-            if (c < 0x20 || c == 0x7f) {
-                out.append(String.format("\\x%02x", (int) c));
-            } else {
-                out.append(c);
-            }
-        }
-        return out.append('\'').toString();
+        return LogText.quote(key);
     }
 }

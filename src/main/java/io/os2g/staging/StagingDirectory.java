@@ -1,12 +1,15 @@
 package io.os2g.staging;
 
+import io.os2g.PrivateDirectory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Comparator;
 import java.util.stream.Stream;
@@ -34,34 +37,42 @@ public final class StagingDirectory {
     }
 
     /**
-     * Creates {@code path} with mode 0700 (and its parents), or reclaims it from a dead owner.
+     * Creates {@code path} with mode 0700, or reclaims it from a dead owner. The default parent
+     * ({@link PrivateDirectory#sharedMemoryParent()}) is made private to this user or refused; another
+     * parent is made if missing and must not let other users swap its entries. An existing
+     * {@code path} must be this user's own directory, not a link.
      *
-     * @throws StagingException when a live process owns it, or it cannot be created
+     * @throws StagingException when a live process owns it, another user could reach it, or it cannot be created
      */
     public static StagingDirectory claim(Path path) {
         try {
             Path parent = path.toAbsolutePath().getParent();
             if (parent != null) {
-                Files.createDirectories(parent);
+                if (parent.equals(PrivateDirectory.sharedMemoryParent())) {
+                    PrivateDirectory.ensure(parent);
+                } else {
+                    Files.createDirectories(parent);
+                    PrivateDirectory.checkParent(parent);
+                }
             }
             try {
                 Files.createDirectory(path, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
             } catch (FileAlreadyExistsException e) {
-                if (!Files.isDirectory(path)) {
-                    throw new StagingException("staging dir is not a directory: " + path);
-                }
+                PrivateDirectory.check(path, false);
                 long owner = readOwner(path);
                 if (owner > 0 && owner != ProcessHandle.current().pid() && alive(owner)) {
                     throw new StagingException("staging dir " + path + " is in use by process " + owner);
                 }
                 LOG.info("reclaiming staging dir {} left by {}", path, owner > 0 ? "process " + owner : "an earlier mount");
-                deleteContents(path);
+                // closed first, then emptied: nothing another user put in while it was open survives
                 Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rwx------"));
+                deleteContents(path);
             }
-            Files.writeString(path.resolve(OWNER_FILE), Long.toString(ProcessHandle.current().pid()), StandardCharsets.US_ASCII);
+            Files.writeString(path.resolve(OWNER_FILE), Long.toString(ProcessHandle.current().pid()), StandardCharsets.US_ASCII,
+                    StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS);
             return new StagingDirectory(path);
         } catch (IOException e) {
-            throw new StagingException("cannot create staging dir " + path + ": " + describe(e), e);
+            throw new StagingException("cannot use staging dir " + path + ": " + describe(e), e);
         }
     }
 

@@ -70,4 +70,15 @@ class FstabOptionsTest {
         assertTrue(config.fuseOptions().contains("allow_other"));
         assertEquals(List.of(), config.fuseOptions().stream().filter(o -> o.startsWith("_netdev") || o.contains("=http")).toList());
     }
+
+    // metrics were served on every interface when no address was given
+    @Test
+    void metricsListenOnLoopbackUnlessAnAddressIsGiven() {
+        MountCommand command = MountCommand.parse(expand("data", tmp.toString(), "-o",
+                "no_sign_request,endpoint=http://127.0.0.1:9,metrics_port=9464"));
+        assertTrue(command.config().metricsAddress().getAddress().isLoopbackAddress());
+        command = MountCommand.parse(expand("data", tmp.toString(), "-o",
+                "no_sign_request,endpoint=http://127.0.0.1:9,metrics_port=0.0.0.0:9464"));
+        assertTrue(command.config().metricsAddress().getAddress().isAnyLocalAddress());
+    }
 }
