@@ -209,7 +209,7 @@ def test_a_corrupted_or_truncated_block_is_refetched_never_served(s3, dataset, t
         written_all(m, len(names) * SIZE)
     finally:
         assert m.stop() == 0
-    blocks = sorted((cache / "os2g-cache-v2" / "blocks").rglob("*.blk"))
+    blocks = sorted((cache / "os2g-cache-v3" / "blocks").rglob("*.blk"))
     assert len(blocks) == len(names)
     with open(blocks[0], "r+b") as f:  # a flipped byte in the data
         f.seek(-5000, os.SEEK_END)
@@ -252,7 +252,7 @@ def test_in_split_mode_the_agent_owns_the_cache_and_a_new_agent_finds_it_warm(s3
 
 @pytest.mark.parametrize("extra,message", [
     (["--cache-size", "1G"], "--cache-size needs --cache-dir"),
-    (["--cache-dir", "/proc/version/cache"], "cache directory /proc/version/cache cannot be created"),
+    (["--cache-dir", "/proc/version/cache"], "cache directory /proc/version/cache cannot be used"),
     (["--cache-dir", "CACHE", "--cache-min-free", "95"], "--cache-min-free must be a percentage from 0 to 90"),
     (["--cache-dir", "CACHE", "--cache-size", "1M"], "--cache-size must be at least 64M"),
     (["--cache-dir", "CACHE", "--agent", "unix:/nonexistent.sock"], "the disk cache is the agent's"),
@@ -295,3 +295,39 @@ def test_a_cache_file_system_without_room_is_refused_and_a_full_one_only_stops_a
         assert "disk cache" in m.output()
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+def test_a_block_forged_without_the_cache_secret_is_never_served(s3, dataset, tmp_path):
+    """Whoever can write a block file but does not hold the cache's secret (mode 0600) cannot make it
+    serve other bytes: a header in the right form, with a MAC made under another key, is refused."""
+    import hashlib
+    import hmac
+    import struct
+    bucket, hashes = dataset
+    cache = tmp_path / "cache"
+    name = list(hashes)[5]
+    m = Mount(s3, bucket, [*ARGS, "--cache-dir", str(cache)])
+    try:
+        read_verified(m.path / name, hashes[name])
+        written_all(m, SIZE)
+    finally:
+        assert m.stop() == 0
+    root = cache / "os2g-cache-v3"
+    assert oct(root.stat().st_mode & 0o777) == "0o700"
+    assert oct((root / "secret").stat().st_mode & 0o777) == "0o600"
+    [block] = root.rglob("*.blk")
+    assert oct(block.stat().st_mode & 0o777) == "0o600"
+    forged = payload(SIZE, 4242)
+    key_hash = bytes.fromhex(block.name[:-len(".blk")])
+    mac = hmac.new(os.urandom(32), key_hash + struct.pack("<q", SIZE) + forged, hashlib.sha256).digest()
+    block.write_bytes(forged)
+    os.setxattr(block, "user.os2g.block", b"os2gblk3" + struct.pack("<q", SIZE) + mac + key_hash)
+
+    m = Mount(s3, bucket, [*ARGS, "--cache-dir", str(cache)])
+    try:
+        read_verified(m.path / name, hashes[name])
+        s = stats(m)
+        assert s["disk_cache"]["corrupt"] == 1 and s["gets"] == 1, s
+        Tally.add("forged cache blocks refused", 1)
+    finally:
+        assert m.stop() == 0

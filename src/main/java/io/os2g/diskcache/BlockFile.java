@@ -9,29 +9,38 @@ import java.nio.channels.ReadableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileAttribute;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
 import java.nio.file.attribute.UserDefinedFileAttributeView;
 import java.util.Arrays;
 import java.util.HexFormat;
-import java.util.zip.CRC32C;
+import java.util.Set;
+import javax.crypto.Mac;
 
 /**
  * One cached block on disk: a file holding exactly the block's bytes, so the kernel can read it for a
  * FUSE file as it is (passthrough), and its header in the extended attribute {@code user.os2g.block}
- * (magic, the data's length and CRC32C, the SHA-256 of the key's canonical form). Written whole to a
+ * (magic, the data's length, its MAC, the SHA-256 of the key's canonical form). The MAC
+ * ({@link BlockSigner}) covers the key's hash, the length and the data, so neither a damaged block nor
+ * one planted or moved by someone without the cache's secret is served. Written whole, mode 0600, to a
  * temporary file and renamed into place, so a reader in any process sees a whole block or none; read
- * through {@link Reader}, which checksums the data as it goes.
+ * through {@link Reader}, which authenticates the data as it goes.
  */
 final class BlockFile {
 
     /** The extended attribute holding the header ({@code user.} is the JDK's namespace for these). */
     static final String ATTRIBUTE = "os2g.block";
-    private static final byte[] MAGIC = "os2gblk2".getBytes(StandardCharsets.US_ASCII);
-    /** magic, data length, data CRC32C, SHA-256 of the key. */
-    private static final int HEADER = 8 + 8 + 4 + 32;
+    private static final byte[] MAGIC = "os2gblk3".getBytes(StandardCharsets.US_ASCII);
+    /** magic, data length, MAC, SHA-256 of the key. */
+    private static final int HEADER = 8 + 8 + 32 + 32;
+
+    private static final FileAttribute<?> OWNER_ONLY = PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"));
 
     private BlockFile() {
     }
@@ -44,18 +53,28 @@ final class BlockFile {
     }
 
     /** Writes {@code data} (position to limit) as the block of {@code key} into {@code file}, which must not exist. */
-    static void write(Path file, BlockKey key, ByteBuffer data) throws IOException {
-        CRC32C crc = new CRC32C();
-        crc.update(data.duplicate());
+    static void write(Path file, BlockKey key, ByteBuffer data, BlockSigner signer) throws IOException {
+        byte[] keyHash = HexFormat.of().parseHex(key.fileName());
+        Mac mac = start(signer, keyHash, data.remaining());
+        mac.update(data.duplicate());
         ByteBuffer header = ByteBuffer.allocate(HEADER).order(ByteOrder.LITTLE_ENDIAN);
-        header.put(MAGIC).putLong(data.remaining()).putInt((int) crc.getValue()).put(HexFormat.of().parseHex(key.fileName())).flip();
-        try (FileChannel out = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+        header.put(MAGIC).putLong(data.remaining()).put(mac.doFinal()).put(keyHash).flip();
+        try (FileChannel out = FileChannel.open(file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+                LinkOption.NOFOLLOW_LINKS), OWNER_ONLY)) {
             ByteBuffer bytes = data.duplicate();
             while (bytes.hasRemaining()) {
                 out.write(bytes);
             }
         }
         attributes(file).write(ATTRIBUTE, header);
+    }
+
+    /** A MAC begun over what names the block: its key's hash and its length. */
+    private static Mac start(BlockSigner signer, byte[] keyHash, long length) {
+        Mac mac = signer.mac();
+        mac.update(keyHash);
+        mac.update(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, length).array());
+        return mac;
     }
 
     private static UserDefinedFileAttributeView attributes(Path file) {
@@ -68,8 +87,8 @@ final class BlockFile {
      * @throws NoSuchFileException when there is none
      * @throws Corrupt when the file is not a whole block of this key and length
      */
-    static Reader open(Path file, BlockKey key) throws IOException {
-        FileChannel in = FileChannel.open(file, StandardOpenOption.READ);
+    static Reader open(Path file, BlockKey key, BlockSigner signer) throws IOException {
+        FileChannel in = FileChannel.open(file, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS);
         try {
             ByteBuffer header = ByteBuffer.allocate(HEADER).order(ByteOrder.LITTLE_ENDIAN);
             try {
@@ -85,7 +104,8 @@ final class BlockFile {
             byte[] magic = new byte[MAGIC.length];
             header.flip().get(magic);
             long dataLength = header.getLong();
-            int crc = header.getInt();
+            byte[] expected = new byte[32];
+            header.get(expected);
             byte[] hash = new byte[32];
             header.get(hash);
             if (!Arrays.equals(magic, MAGIC)) {
@@ -94,11 +114,11 @@ final class BlockFile {
             if (!Arrays.equals(hash, HexFormat.of().parseHex(key.fileName())) || dataLength != key.length()) {
                 throw new Corrupt("a block of another key");
             }
-            BasicFileAttributes seen = Files.readAttributes(file, BasicFileAttributes.class);
+            BasicFileAttributes seen = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
             if (seen.size() != dataLength) {
                 throw new Corrupt("a block of " + seen.size() + " bytes where " + dataLength + " were written");
             }
-            return new Reader(in, dataLength, crc, seen.lastModifiedTime().toMillis());
+            return new Reader(in, dataLength, start(signer, hash, dataLength), expected, seen.lastModifiedTime().toMillis());
         } catch (IOException | RuntimeException e) {
             in.close();
             throw e;
@@ -107,18 +127,19 @@ final class BlockFile {
 
     /**
      * A block's data as a stream and a channel (a staging reservation reads a channel into native
-     * memory), checksummed as it is read; {@link #verify} once it is all read.
+     * memory), authenticated as it is read; {@link #verify} once it is all read.
      */
     static final class Reader extends InputStream implements ReadableByteChannel {
         private final FileChannel in;
-        private final CRC32C crc = new CRC32C();
-        private final int expected;
+        private final Mac mac;
+        private final byte[] expected;
         private final long lastUsedMillis;
         private long left;
 
-        private Reader(FileChannel in, long length, int expected, long lastUsedMillis) {
+        private Reader(FileChannel in, long length, Mac mac, byte[] expected, long lastUsedMillis) {
             this.in = in;
             this.left = length;
+            this.mac = mac;
             this.expected = expected;
             this.lastUsedMillis = lastUsedMillis;
         }
@@ -141,7 +162,7 @@ final class BlockFile {
             if (n < 0) {
                 throw new Corrupt("a block cut short");
             }
-            crc.update(window.flip());
+            mac.update(window.flip());
             target.position(target.position() + n);
             left -= n;
             return n;
@@ -161,18 +182,21 @@ final class BlockFile {
             return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
         }
 
-        /** Reads the rest of the block through {@code scratch} (checksumming it), then {@link #verify}. */
+        /** Reads the rest of the block through {@code scratch} (authenticating it), then {@link #verify}. */
         void readToEndAndVerify(ByteBuffer scratch) throws IOException {
             while (read(scratch.clear()) >= 0) {
-                // checksummed as read
+                // authenticated as read
             }
             verify();
         }
 
         /** @throws Corrupt when not all was read, or the bytes are not those written */
         void verify() throws Corrupt {
-            if (left != 0 || (int) crc.getValue() != expected) {
-                throw new Corrupt(left != 0 ? "a block not read to its end" : "a block whose checksum does not match");
+            if (left != 0) {
+                throw new Corrupt("a block not read to its end");
+            }
+            if (!MessageDigest.isEqual(mac.doFinal(), expected)) {
+                throw new Corrupt("a block whose bytes or key are not those written with this cache's secret");
             }
         }
 

@@ -1,5 +1,6 @@
 package io.os2g.diskcache;
 
+import io.os2g.PrivateDirectory;
 import io.os2g.WarningLimiter;
 import java.io.IOException;
 import java.io.InputStream;
@@ -13,7 +14,6 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileTime;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserDefinedFileAttributeView;
 import java.time.Duration;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -39,7 +39,9 @@ public final class DiskCache implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(DiskCache.class);
     /** The layout's directory under the cache directory: another layout would be another name. */
-    static final String LAYOUT = "os2g-cache-v2";
+    static final String LAYOUT = "os2g-cache-v3";
+    /** Layouts before this one, which no os2g reads any more: {@code os2g cache clear} removes them. */
+    static final java.util.List<String> OLDER_LAYOUTS = java.util.List.of("os2g-cache-v1", "os2g-cache-v2");
     /** What a cache directory must have left above its floor of free space. */
     static final long MIN_ROOM = 64L << 20;
     /** Blocks written between two sweeps, at most (a tenth of the size bound, else 1 GiB). */
@@ -59,6 +61,7 @@ public final class DiskCache implements AutoCloseable {
     private final Path blocks;
     private final Path tmp;
     private final Sweeper sweeper;
+    private final BlockSigner signer;
     private final long maxBytes;
     private final long sweepEvery;
     private final ThreadPoolExecutor writer;
@@ -99,8 +102,9 @@ public final class DiskCache implements AutoCloseable {
         void fill(InputStream in) throws IOException;
     }
 
-    private DiskCache(Path root, Sweeper sweeper, long maxBytes) {
+    private DiskCache(Path root, Sweeper sweeper, BlockSigner signer, long maxBytes) {
         this.root = root;
+        this.signer = signer;
         this.maxBytes = maxBytes;
         this.blocks = root.resolve("blocks");
         this.tmp = root.resolve("tmp");
@@ -122,16 +126,15 @@ public final class DiskCache implements AutoCloseable {
         Path root = directory.resolve(LAYOUT);
         try {
             Files.createDirectories(directory);
-            if (!Files.isDirectory(root)) {
-                // the blocks are the bucket's bytes: only this user (and root) may read them
-                Files.createDirectories(root, PosixFilePermissions.asFileAttribute(
-                        PosixFilePermissions.fromString("rwx------")));
-            }
-            Files.createDirectories(root.resolve("blocks"));
-            Files.createDirectories(root.resolve("tmp"));
+            // the blocks are the bucket's bytes, served as they are: only this user may read or plant them
+            PrivateDirectory.checkParent(directory);
+            PrivateDirectory.ensure(root);
+            PrivateDirectory.ensure(root.resolve("blocks"));
+            PrivateDirectory.ensure(root.resolve("tmp"));
         } catch (IOException | UnsupportedOperationException e) {
-            throw new CacheDirectoryException("cache directory " + directory + " cannot be created: " + reason(e));
+            throw new CacheDirectoryException("cache directory " + directory + " cannot be used: " + reason(e));
         }
+        BlockSigner signer;
         try {
             Path probe = Files.createTempFile(root.resolve("tmp"), "probe", ".tmp");
             try {
@@ -140,6 +143,7 @@ public final class DiskCache implements AutoCloseable {
             } finally {
                 Files.delete(probe);
             }
+            signer = BlockSigner.open(root);
         } catch (IOException e) {
             throw new CacheDirectoryException("cache directory " + directory + " is not writable: " + reason(e));
         }
@@ -150,7 +154,7 @@ public final class DiskCache implements AutoCloseable {
                     + " MiB above the " + minFreePercent + "% of its file system kept free; it needs at least "
                     + (MIN_ROOM >> 20) + " MiB");
         }
-        DiskCache cache = new DiskCache(root, sweeper, maxBytes);
+        DiskCache cache = new DiskCache(root, sweeper, signer, maxBytes);
         cache.writer.execute(cache::sweep); // what other processes left, and a bound that shrank
         return cache;
     }
@@ -173,7 +177,8 @@ public final class DiskCache implements AutoCloseable {
 
     private static String reason(Exception e) {
         return e instanceof java.nio.file.AccessDeniedException ? "permission denied"
-                : e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
+                : e instanceof FileSystemException f && f.getReason() != null ? f.getReason()
+                : e.getMessage() != null ? e.getMessage() : e.toString();
     }
 
     /**
@@ -184,7 +189,7 @@ public final class DiskCache implements AutoCloseable {
     public boolean read(BlockKey key, BlockSink sink) {
         Path file = path(key);
         long lastUsed;
-        try (BlockFile.Reader in = BlockFile.open(file, key)) {
+        try (BlockFile.Reader in = BlockFile.open(file, key, signer)) {
             sink.fill(in);
             in.verify();
             lastUsed = in.lastUsedMillis();
@@ -223,7 +228,7 @@ public final class DiskCache implements AutoCloseable {
     public Path verifiedFile(BlockKey key) {
         Path file = path(key);
         long lastUsed;
-        try (BlockFile.Reader in = BlockFile.open(file, key)) {
+        try (BlockFile.Reader in = BlockFile.open(file, key, signer)) {
             in.readToEndAndVerify(verifyBuffers.get());
             lastUsed = in.lastUsedMillis();
         } catch (NoSuchFileException e) {
@@ -340,8 +345,12 @@ public final class DiskCache implements AutoCloseable {
     private void writeBlock(Path file, BlockKey key, ByteBuffer data) throws IOException {
         Path temporary = tmp.resolve(file.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + ".tmp");
         try {
-            Files.createDirectories(file.getParent());
-            BlockFile.write(temporary, key, data);
+            try {
+                Files.createDirectory(file.getParent()); // not its parents: a cache directory deleted is laid out again, private
+            } catch (java.nio.file.FileAlreadyExistsException e) {
+                // made by an earlier block
+            }
+            BlockFile.write(temporary, key, data, signer);
             try {
                 Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             } catch (AtomicMoveNotSupportedException e) {
@@ -360,8 +369,10 @@ public final class DiskCache implements AutoCloseable {
     /** The cache directory removed under a running mount: laid out again, so blocks are kept from now on. */
     private void recreateIfDeleted() {
         try {
-            Files.createDirectories(blocks);
-            Files.createDirectories(tmp);
+            Files.createDirectories(root.getParent());
+            PrivateDirectory.ensure(root);
+            PrivateDirectory.ensure(blocks);
+            PrivateDirectory.ensure(tmp);
         } catch (IOException e) {
             // cannot: admission stays paused and is tried again later
         }
@@ -457,19 +468,21 @@ public final class DiskCache implements AutoCloseable {
         return removed + clearOlderLayout(directory);
     }
 
-    /** The blocks of the layout before this one (headers inside the files), which no os2g reads any more. */
+    /** The blocks of the layouts before this one, which no os2g reads any more. */
     private static long clearOlderLayout(Path directory) throws IOException {
-        Path older = directory.resolve("os2g-cache-v1");
-        if (!Files.isDirectory(older)) {
-            return 0;
-        }
         long removed = 0;
-        try (java.util.stream.Stream<Path> tree = Files.walk(older)) {
-            for (Path p : tree.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                if (p.toString().endsWith(".blk")) {
-                    removed++;
+        for (String layout : OLDER_LAYOUTS) {
+            Path older = directory.resolve(layout);
+            if (!Files.isDirectory(older, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                continue;
+            }
+            try (java.util.stream.Stream<Path> tree = Files.walk(older)) {
+                for (Path p : tree.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    if (p.toString().endsWith(".blk")) {
+                        removed++;
+                    }
+                    Files.deleteIfExists(p);
                 }
-                Files.deleteIfExists(p);
             }
         }
         return removed;

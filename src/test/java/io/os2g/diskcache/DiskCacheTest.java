@@ -198,7 +198,7 @@ class DiskCacheTest {
         Path file = Files.writeString(dir.resolve("a-file"), "x");
         DiskCache.CacheDirectoryException e = assertThrows(DiskCache.CacheDirectoryException.class,
                 () -> DiskCache.open(file.resolve("cache"), Long.MAX_VALUE, 5));
-        assertTrue(e.getMessage().startsWith("cache directory " + file.resolve("cache") + " cannot be created: "), e.getMessage());
+        assertTrue(e.getMessage().startsWith("cache directory " + file.resolve("cache") + " cannot be used: "), e.getMessage());
         e = assertThrows(DiskCache.CacheDirectoryException.class, () -> DiskCache.open(dir, Long.MAX_VALUE, 99));
         assertTrue(e.getMessage().contains("needs at least 64 MiB") || e.getMessage().contains("MiB above"), e.getMessage());
     }
