@@ -284,6 +284,10 @@ public final class FuseSession implements AutoCloseable {
                 LOG.warn("FUSE opcode {} on node {} failed: {}", opcode, node, e.toString());
                 errno = FuseErrno.EIO;
             }
+        } catch (Error e) {
+            // out of memory, a stack overflow: the request is answered all the same, or its caller hangs in D state
+            LOG.error("FUSE opcode {} on node {} failed: {}", opcode, node, e.toString());
+            errno = FuseErrno.EIO;
         }
         if (errno != 0) {
             reply.error(errno);
@@ -340,7 +344,7 @@ public final class FuseSession implements AutoCloseable {
                 }
                 pipe.send();
             }
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             if (pipe.begun()) {
                 pipe.discard();
             }

@@ -1,8 +1,12 @@
 package io.os2g.store;
 
+import io.os2g.LogText;
+import io.os2g.WarningLimiter;
 import java.io.IOException;
 import java.io.InputStream;
-import java.net.URLDecoder;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
@@ -17,6 +21,8 @@ import javax.xml.stream.XMLStreamReader;
 import okhttp3.OkHttpClient;
 import okhttp3.Request;
 import okhttp3.Response;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One directory level of a bucket: ListObjectsV2 with delimiter {@code /}, page after page, each page
@@ -30,6 +36,13 @@ final class ListObjectsV2 {
 
     /** Keys per page: S3's most. */
     private static final int PAGE = 1000;
+    /**
+     * Heap a listed entry may take, for {@link #maxEntries}: its summary here, its node and inode in the
+     * namespace (about half of this), and room for the rest of the process.
+     */
+    private static final long BYTES_PER_ENTRY = 1024;
+    private static final Logger LOG = LoggerFactory.getLogger(ListObjectsV2.class);
+    private static final WarningLimiter WARNINGS = new WarningLimiter(LOG);
     private static final XMLInputFactory XML = xmlInputFactory();
 
     private final OkHttpClient http;
@@ -49,16 +62,31 @@ final class ListObjectsV2 {
     }
 
     /**
+     * The most entries one directory's listing may have: what this process's heap holds
+     * ({@code -Xmx}, {@code OS2G_JAVA_OPTS}), so that a huge flat prefix, or a server that pages on
+     * forever, is a clear error rather than an OutOfMemoryError.
+     */
+    static int maxEntries() {
+        return (int) Math.min(Integer.MAX_VALUE - 1, Math.max(PAGE, Runtime.getRuntime().maxMemory() / BYTES_PER_ENTRY));
+    }
+
+    /**
      * The objects and common prefixes directly under {@code prefix}, at most {@code limit} of them together.
      * Throws {@link StoreException} for an error answer or a page that is not a listing, {@link IOException}
-     * for a transport failure.
+     * for a transport failure. Keys outside {@code prefix} and keys that are not UTF-8 are left out (and
+     * logged): a server's answer never names what was not asked for.
      */
     Listing list(String prefix, int limit) throws IOException {
         List<ObjectSummary> objects = new ArrayList<>();
         List<String> prefixes = new ArrayList<>();
         String what = "bucket=" + endpoint.bucket() + ", prefix=" + prefix;
         String token = null;
+        // pages that add nothing still end: a server cannot page on forever
+        long pagesLeft = Math.max(1000, limit / 10);
         do {
+            if (--pagesLeft < 0) {
+                throw new StoreException(StoreException.Kind.PROTOCOL, "the listing went on for more pages than its entries need: " + what, null);
+            }
             Map<String, String> query = new LinkedHashMap<>();
             query.put("list-type", "2");
             query.put("delimiter", "/");
@@ -77,7 +105,7 @@ final class ListObjectsV2 {
                 if (response.code() != 200) {
                     throw ErrorAnswer.of(response).failure(what);
                 }
-                next = page(response.body().byteStream(), objects, prefixes, what);
+                next = page(response.body().byteStream(), prefix, objects, prefixes, what);
             }
             if (next != null && next.equals(token)) {
                 throw new StoreException(StoreException.Kind.PROTOCOL, "the listing gave the same continuation token twice: " + what, null);
@@ -88,7 +116,7 @@ final class ListObjectsV2 {
     }
 
     /** Reads one page into {@code objects} and {@code prefixes}; returns the next page's token, or null after the last. */
-    private static String page(InputStream body, List<ObjectSummary> objects, List<String> prefixes, String what) {
+    private static String page(InputStream body, String prefix, List<ObjectSummary> objects, List<String> prefixes, String what) {
         List<ObjectSummary> pageObjects = new ArrayList<>();
         List<String> pagePrefixes = new ArrayList<>();
         boolean truncated = false;
@@ -158,15 +186,63 @@ final class ListObjectsV2 {
             throw new StoreException(StoreException.Kind.PROTOCOL, "a truncated listing without a continuation token: " + what, null);
         }
         for (ObjectSummary o : pageObjects) {
-            objects.add(urlEncoded ? new ObjectSummary(decode(o.key()), o.size(), o.etag(), o.lastModifiedMillis()) : o);
+            String key = urlEncoded ? decode(o.key()) : o.key();
+            if (listed(key, prefix, what)) {
+                objects.add(urlEncoded ? new ObjectSummary(key, o.size(), o.etag(), o.lastModifiedMillis()) : o);
+            }
         }
         for (String p : pagePrefixes) {
-            prefixes.add(urlEncoded ? decode(p) : p);
+            String common = urlEncoded ? decode(p) : p;
+            if (listed(common, prefix, what)) {
+                prefixes.add(common);
+            }
         }
         return truncated ? next : null;
     }
 
-    private static String decode(String encoded) {
-        return URLDecoder.decode(encoded, StandardCharsets.UTF_8);
+    /** Whether a listed key (or common prefix) is UTF-8 and under the listed prefix; logs the ones that are not. */
+    private static boolean listed(String key, String prefix, String what) {
+        if (key == null) {
+            WARNINGS.warn("listing-utf8", "skipping a key that is not URL-encoded UTF-8 in the listing of {}", what);
+            return false;
+        }
+        if (!key.startsWith(prefix)) {
+            WARNINGS.warn("listing-prefix", "skipping key {} outside the listed prefix in the listing of {}", LogText.quote(key), what);
+            return false;
+        }
+        return true;
+    }
+
+    /**
+     * The text of a URL-encoded key; null when it is not well encoded or its bytes are not UTF-8 (two
+     * keys differing in such a byte would otherwise collapse into one name).
+     */
+    static String decode(String encoded) {
+        ByteBuffer bytes = ByteBuffer.allocate(encoded.length() * 3);
+        for (int i = 0; i < encoded.length(); ) {
+            if (encoded.charAt(i) == '%') {
+                if (i + 2 >= encoded.length()) {
+                    return null;
+                }
+                int hi = Character.digit(encoded.charAt(i + 1), 16);
+                int lo = Character.digit(encoded.charAt(i + 2), 16);
+                if (hi < 0 || lo < 0) {
+                    return null;
+                }
+                bytes.put((byte) (hi << 4 | lo));
+                i += 3;
+            } else {
+                int end = encoded.indexOf('%', i);
+                end = end < 0 ? encoded.length() : end;
+                bytes.put(encoded.substring(i, end).replace('+', ' ').getBytes(StandardCharsets.UTF_8));
+                i = end;
+            }
+        }
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(bytes.flip()).toString();
+        } catch (CharacterCodingException e) {
+            return null;
+        }
     }
 }

@@ -1,5 +1,6 @@
 package io.os2g.store;
 
+import io.os2g.WarningLimiter;
 import io.minio.MinioAsyncClient;
 import io.minio.MinioClient;
 import io.minio.RemoveObjectArgs;
@@ -47,6 +48,7 @@ import org.slf4j.LoggerFactory;
 public final class MinioObjectStore implements ObjectStore, ObjectUploads {
 
     private static final Logger LOG = LoggerFactory.getLogger(MinioObjectStore.class);
+    private static final WarningLimiter LISTING_WARNINGS = new WarningLimiter(LOG);
 
     /** The process's proxies: HTTPS_PROXY, HTTP_PROXY and NO_PROXY, else the JVM's settings. */
     private static final ProxySelector PROXIES = ProxySettings.fromEnvironment();
@@ -259,7 +261,16 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
 
     @Override
     public Listing list(String prefix) {
-        return withRetries("list", prefix, () -> listOnce(prefix, Integer.MAX_VALUE));
+        int most = ListObjectsV2.maxEntries();
+        Listing listing = withRetries("list", prefix, () -> listOnce(prefix, most + 1));
+        if (listing.objects().size() + listing.commonPrefixes().size() > most) {
+            LISTING_WARNINGS.warn("too-large", "the directory {} of bucket {} has more than {} entries, more than this process's heap "
+                    + "holds (-Xmx{}m): reading it fails with EIO; give os2g a larger heap, e.g. OS2G_JAVA_OPTS=-Xmx4g",
+                    prefix, config.bucket(), most, Runtime.getRuntime().maxMemory() >> 20);
+            throw new StoreException(StoreException.Kind.PROTOCOL, "bucket=" + config.bucket() + ", prefix=" + prefix
+                    + ": more than " + most + " entries", null);
+        }
+        return listing;
     }
 
     /** One listing of one key, no retries; an answer naming the bucket's region re-targets the store and asks again. */
@@ -351,6 +362,19 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
                 throw classify(e, key);
             }
         });
+    }
+
+    @Override
+    public boolean exists(String key) {
+        try {
+            userMetadata(key);
+            return true;
+        } catch (StoreException e) {
+            if (e.kind() == StoreException.Kind.NOT_FOUND) {
+                return false;
+            }
+            throw e;
+        }
     }
 
     /** Uploads {@code body} as {@code key} with its content type (one PUT, retried like a read): an index of {@code os2g index}. */

@@ -43,6 +43,7 @@ final class RangedGet {
             int status = response.code();
             if (status == 200 || status == 206) {
                 checkRange(status, response.header("Content-Range"), what, offset, length);
+                checkETag(response.header("ETag"), etag, what);
                 try (InputStream body = response.body().byteStream()) {
                     reader.read(body);
                 }
@@ -69,6 +70,24 @@ final class RangedGet {
     /** The GET as its failures name it. */
     static String what(BucketEndpoint endpoint, String key, long offset, long length) {
         return "bucket=" + endpoint.bucket() + ", key=" + key + " [" + offset + ", +" + length + ")";
+    }
+
+    /**
+     * An answer of another version than the one pinned ({@code pinned}, empty: none) would mix two
+     * versions' bytes in one file: refuse it, for a server that ignores If-Match. An answer without an
+     * ETag cannot show it is the pinned version.
+     */
+    static void checkETag(String answered, String pinned, String what) {
+        if (pinned.isEmpty()) {
+            return;
+        }
+        if (answered == null) {
+            throw new StoreException(StoreException.Kind.PROTOCOL, "an answer without an ETag for version " + pinned + ": " + what, null);
+        }
+        if (!ObjectSummary.unquote(answered).equals(pinned)) {
+            throw new StoreException(StoreException.Kind.CHANGED, "the answer is of version " + ObjectSummary.unquote(answered)
+                    + ", not " + pinned + " (the server ignored If-Match): " + what, null);
+        }
     }
 
     /**

@@ -87,7 +87,8 @@ final class SocketGet implements AutoCloseable {
             throw new IllegalArgumentException("plain HTTP only: " + request.url());
         }
         byte[] head = requestHead(request);
-        onConnection(request.url(), connection -> new Outcome<>(null, exchange(connection, head, offset, length, what, reader)));
+        String pinned = ObjectSummary.unquote(request.header("If-Match"));
+        onConnection(request.url(), connection -> new Outcome<>(null, exchange(connection, head, offset, length, pinned, what, reader)));
     }
 
     /** What one request on a connection gave, and whether the connection may serve another. */
@@ -168,7 +169,7 @@ final class SocketGet implements AutoCloseable {
     }
 
     /** Returns whether the connection may serve another GET. */
-    private boolean exchange(Connection connection, byte[] request, long offset, long length, String what,
+    private boolean exchange(Connection connection, byte[] request, long offset, long length, String pinned, String what,
                              ObjectStore.BodyReader reader) throws IOException {
         ByteBuffer out = ByteBuffer.wrap(request);
         while (out.hasRemaining()) {
@@ -178,6 +179,7 @@ final class SocketGet implements AutoCloseable {
         int status = head.status();
         if (status == 200 || status == 206) {
             RangedGet.checkRange(status, head.header("content-range"), what, offset, length);
+            RangedGet.checkETag(head.header("etag"), pinned, what);
             long contentLength = head.contentLength();
             if (contentLength < 0) {
                 throw new Unsupported("an answer without Content-Length (" + head.header("transfer-encoding") + ")");

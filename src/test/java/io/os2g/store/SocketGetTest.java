@@ -139,6 +139,23 @@ class SocketGetTest {
         }
     }
 
+    // a server that ignored If-Match served the first chunk of one version and the rest of another
+    @Test
+    void anAnswerOfAnotherVersionOrOfNoneNamedIsRefusedNotRetried() throws Exception {
+        scripted = new ScriptedServer(request -> ScriptedServer.partialOf(request, "b", "ETag: \"other\"\r\n"), 0);
+        try (MinioObjectStore store = scripted.store()) {
+            StoreException changed = assertThrows(StoreException.class, () -> store.read("k", 7, 1, "0123abcd", in -> in.readNBytes(1)));
+            assertEquals(StoreException.Kind.CHANGED, changed.kind(), changed.getMessage());
+            assertEquals(0, store.retryCount());
+        }
+        scripted.close();
+        scripted = new ScriptedServer(request -> ScriptedServer.partialOf(request, "b", ""), 0);
+        try (MinioObjectStore store = scripted.store()) {
+            StoreException none = assertThrows(StoreException.class, () -> store.read("k", 7, 1, "0123abcd", in -> in.readNBytes(1)));
+            assertEquals(StoreException.Kind.PROTOCOL, none.kind(), none.getMessage());
+        }
+    }
+
     @Test
     void theRequestIsTheSignedGetWithItsRangeAndCondition() throws Exception {
         scripted = new ScriptedServer(request -> ScriptedServer.partial(request, "b"), 0);
@@ -241,12 +258,22 @@ class SocketGetTest {
             return statusLine + "\r\nContent-Length: " + body.length() + "\r\n\r\n" + body;
         }
 
-        /** A 206 with {@code body} as the range the request asked for (its Content-Range says so). */
+        /**
+         * A 206 with {@code body} as the range the request asked for (its Content-Range says so), of the
+         * version it asked for (its If-Match as the ETag).
+         */
         static String partial(String request, String body) {
+            String version = request.lines().filter(l -> l.startsWith("If-Match: ")).findFirst()
+                    .map(l -> "ETag: " + l.substring("If-Match: ".length()) + "\r\n").orElse("");
+            return partialOf(request, body, version);
+        }
+
+        /** {@link #partial} with {@code headers} (each line ending in CRLF) instead of the ETag. */
+        static String partialOf(String request, String body, String headers) {
             String range = request.lines().filter(l -> l.startsWith("Range: bytes=")).findFirst().orElseThrow()
                     .substring("Range: bytes=".length());
-            return "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes " + range + "/*\r\nContent-Length: " + body.length()
-                    + "\r\n\r\n" + body;
+            return "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes " + range + "/*\r\n" + headers + "Content-Length: "
+                    + body.length() + "\r\n\r\n" + body;
         }
 
         int port() {
