@@ -44,6 +44,11 @@ record CallerProcess(int tgid, boolean killed) {
         }
     }
 
+    /** Whether /proc shows this caller (it is in this process's pid namespace, and alive). */
+    boolean known() {
+        return tgid > 0;
+    }
+
     /** Whether this caller is a process other than {@code opener} (both known). */
     boolean otherThan(CallerProcess opener) {
         return tgid > 0 && opener.tgid > 0 && tgid != opener.tgid;

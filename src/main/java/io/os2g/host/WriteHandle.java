@@ -18,6 +18,8 @@ final class WriteHandle {
     final long openedMillis;
     /** Bytes written, all in order from 0. */
     long size;
+    /** {@link #size} at the last successful fsync (-1: none): the writer's explicit commit. */
+    long synced = -1;
     /** The part being filled; null before the first write and after fsync sent a full one. */
     ReservedPages part;
     int filled;

@@ -2,6 +2,7 @@ package io.os2g.host;
 
 import io.os2g.Errno;
 import io.os2g.ErrnoException;
+import io.os2g.WarningLimiter;
 import io.os2g.fuse.FuseFileSystem.Changes;
 import io.os2g.link.AgentLink;
 import io.os2g.link.PublishedObject;
@@ -26,6 +27,7 @@ import org.slf4j.LoggerFactory;
 final class Writes {
 
     private static final Logger LOG = LoggerFactory.getLogger(Writes.class);
+    private static final WarningLimiter UNSEEN_CLOSERS = new WarningLimiter(LOG);
     static final int O_TRUNC = 01000;
     static final int O_EXCL = 0200;
     static final int RENAME_NOREPLACE = 1;
@@ -179,8 +181,25 @@ final class Writes {
             if (caller.otherThan(h.opener) || h.size == 0) {
                 return;
             }
+            if (!caller.known() && h.synced != h.size) {
+                abortUncommitted(h);
+                throw new HostException(Errno.EIO, h.file.key() + " was not published: its closer is in another pid namespace "
+                        + "and it was not fsync'd after its last write");
+            }
             publish(h);
         }
+    }
+
+    /**
+     * A close by a process os2g cannot see (another pid namespace: FUSE numbers it 0) may be a killed
+     * writer's: publishing it could publish a cut file. Only a file fsync'd after its last write, the
+     * writer's explicit commit, is published then; any other is aborted, loudly.
+     */
+    private void abortUncommitted(WriteHandle h) {
+        UNSEEN_CLOSERS.warn("unseen-closer", "{}: not published, its upload aborted: os2g cannot see the process that closed it "
+                + "(another pid namespace), so a killed writer's close would look the same; fsync before close to publish, "
+                + "or run the mount in the writers' pid namespace (hostPID in Kubernetes)", h.file.key());
+        abort(h);
     }
 
     /**
@@ -193,6 +212,7 @@ final class Writes {
             try {
                 sendFullPart(h);
                 link.flushWrite(h.upload);
+                h.synced = h.size;
             } catch (RuntimeException e) {
                 throw fail(h, e);
             }
@@ -207,7 +227,9 @@ final class Writes {
         }
         metrics.writeOpened(-1);
         synchronized (h) {
-            if (!h.ended) {
+            if (!h.ended && !h.opener.known() && h.size > 0 && h.synced != h.size) {
+                abortUncommitted(h);
+            } else if (!h.ended) {
                 try {
                     publish(h);
                 } catch (RuntimeException e) {
