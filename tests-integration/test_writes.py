@@ -352,7 +352,7 @@ def test_a_store_that_takes_no_unsigned_payloads_gets_signed_uploads(store):
 def test_split_mode_writes_through_the_agent_with_no_credentials_in_the_shim(store):
     bucket = store.bucket("it-writes-split")
     work = Path(tempfile.mkdtemp(prefix="os2g-writes-split-"))
-    agent = Agent(store, work)
+    agent = Agent(store, work, ["--allow-writes"])
     m = Mount(store, bucket, ["--agent", f"unix:{agent.socket}", "--allow-writes"], credentials=False)
     try:
         assert not any(k.startswith("AWS_") for k in open(f"/proc/{m.proc.pid}/environ").read().split("\0"))

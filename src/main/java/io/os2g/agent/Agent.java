@@ -93,6 +93,7 @@ public final class Agent implements AutoCloseable {
      * names and hidden keys left out), for a shim in another process to build its directory from.
      */
     public Listing listing(String prefix) {
+        inScope(prefix);
         Directory directory = namespace.relist(prefix);
         List<ObjectSummary> objects = new ArrayList<>();
         List<String> prefixes = new ArrayList<>();
@@ -119,6 +120,7 @@ public final class Agent implements AutoCloseable {
      * its own handles, so an open needs no answer); a number already open is replaced.
      */
     public void open(long handle, long inode, String key, String etag, long size) {
+        inScope(key);
         open(handle, new Node.File(inode, key, size, etag, 0));
     }
 
@@ -146,7 +148,16 @@ public final class Agent implements AutoCloseable {
      * ({@code warm}, {@code /.os2g/warm}); {@code replace} drops the files hinted before that are not read yet.
      */
     public void prefetch(List<Node.File> files, boolean replace, boolean warm) {
-        (warm ? this.warm : hints).hint(files, replace);
+        String root = namespace.root().prefix();
+        (warm ? this.warm : hints).hint(files.stream().filter(f -> f.key().startsWith(root)).toList(), replace);
+    }
+
+    /** A key or prefix a shim names must lie under the mounted prefix: an agent reads nothing else for it. */
+    private void inScope(String key) {
+        String root = namespace.root().prefix();
+        if (!key.startsWith(root)) {
+            throw new AgentException(Errno.EACCES, "key " + key + " is outside the mounted prefix " + root, null);
+        }
     }
 
     /**

@@ -6,6 +6,7 @@ import io.os2g.staging.Reservation;
 import io.os2g.staging.ReservedPages;
 import io.os2g.store.ObjectSummary;
 import io.os2g.store.ObjectUploads;
+import io.os2g.store.StoreException;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.channels.WritableByteChannel;
@@ -53,8 +54,16 @@ public final class Uploads implements AutoCloseable {
     static final int PARTS_IN_FLIGHT = 8;
     /** How much of a part is copied from staging to a stream at a time (where it is not sent from the files). */
     private static final int COPY_BUFFER = 256 << 10;
+    /** An abort that failed for an outage is tried again after 1 s, doubling to a minute, for about an hour. */
+    static final Duration ABORT_RETRY_FIRST_DELAY = Duration.ofSeconds(1);
+    static final Duration ABORT_RETRY_MAX_DELAY = Duration.ofMinutes(1);
+    static final int ABORT_ATTEMPTS = 66;
 
     private final ObjectUploads store;
+    private final String prefix;
+    private final AgentPolicy policy;
+    /** Keys this session published: moving one away needs no delete permission (a checkpoint's rename into place). */
+    private final java.util.Set<String> writtenHere = ConcurrentHashMap.newKeySet();
     private final ExtentIndex index;
     private final Duration waitForRoom;
     private final int largestPart;
@@ -68,6 +77,9 @@ public final class Uploads implements AutoCloseable {
      */
     private final ExecutorService partSenders = Executors.newFixedThreadPool(PARTS_IN_FLIGHT,
             Thread.ofPlatform().name("os2g-part-", 0).daemon().factory());
+    /** Aborts that failed for an outage wait here for their next try. */
+    private final java.util.concurrent.ScheduledExecutorService abortRetries = Executors.newSingleThreadScheduledExecutor(
+            Thread.ofPlatform().name("os2g-abort-retry").daemon().factory());
     private final ConcurrentHashMap<Long, Upload> uploads = new ConcurrentHashMap<>();
     private final AtomicLong nextHandle = new AtomicLong(1);
     private final LongAdder bytesUploaded = new LongAdder();
@@ -102,6 +114,16 @@ public final class Uploads implements AutoCloseable {
      *     least as long as a part's upload may take with its retries
      */
     public Uploads(ObjectUploads store, ExtentIndex index, Duration waitForRoom) {
+        this(store, index, waitForRoom, "", AgentPolicy.of(true, true, true));
+    }
+
+    /**
+     * @param prefix the mount's prefix: no key outside it is written, deleted or moved
+     * @param policy what the agent allows, whatever the shim asks
+     */
+    public Uploads(ObjectUploads store, ExtentIndex index, Duration waitForRoom, String prefix, AgentPolicy policy) {
+        this.prefix = prefix;
+        this.policy = policy;
         this.store = store;
         this.index = index;
         this.waitForRoom = waitForRoom;
@@ -132,6 +154,13 @@ public final class Uploads implements AutoCloseable {
 
     /** Starts a file: nothing is sent to the store until its first part is full or it is finished. */
     public long begin(String key) {
+        inScope(key);
+        if (!policy.writes()) {
+            throw new AgentException(Errno.EROFS, key + ": this agent takes no writes", null);
+        }
+        if (!policy.overwrite() && store.exists(key)) {
+            throw new AgentException(Errno.EPERM, key + " exists, and this agent makes no overwrites", null);
+        }
         long handle = nextHandle.getAndIncrement();
         uploads.put(handle, new Upload(key));
         return handle;
@@ -315,6 +344,7 @@ public final class Uploads implements AutoCloseable {
             ObjectSummary published = store.completeUpload(upload.key, uploadId, etags, size);
             uploads.remove(handle);
             filesPublished.increment();
+            writtenHere.add(upload.key);
             return published;
         } catch (RuntimeException e) {
             abort(handle);
@@ -335,6 +365,7 @@ public final class Uploads implements AutoCloseable {
             ObjectSummary published = store.putObject(upload.key, part == null ? EMPTY : body(part, lastLength));
             bytesUploaded.add(lastLength);
             filesPublished.increment();
+            writtenHere.add(upload.key);
             uploads.values().remove(upload);
             return published;
         } finally {
@@ -401,16 +432,46 @@ public final class Uploads implements AutoCloseable {
         }
         CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).handle((ignored, failure) -> null)
                 .thenCombine(uploadId, (ignored, id) -> id)
-                .thenAcceptAsync(id -> {
-                    try {
-                        store.abortUpload(upload.key, id);
-                    } catch (RuntimeException e) {
-                        LOG.warn("could not abort the upload of {} ({}): its parts stay in the store until a lifecycle rule removes them",
-                                upload.key, e.getMessage());
-                    }
-                }, uploaders)
+                .thenAcceptAsync(id -> abortInStore(upload.key, id, 0), uploaders)
                 .whenComplete((ignored, failure) -> upload.droppedInStore.complete(null));
         return upload.droppedInStore;
+    }
+
+    /**
+     * Aborts a multipart upload in the store; one that fails while the store is unreachable is tried
+     * again later, backing off to {@link #ABORT_RETRY_MAX_DELAY}, so that an outage leaves no parts behind.
+     */
+    private void abortInStore(String key, String uploadId, int attempt) {
+        try {
+            store.abortUpload(key, uploadId);
+            if (attempt > 0) {
+                LOG.info("aborted the upload of {} now that the store answers", key);
+            }
+        } catch (RuntimeException e) {
+            boolean outage = e instanceof StoreException se
+                    && (se.kind() == StoreException.Kind.UNAVAILABLE || se.kind() == StoreException.Kind.UNREACHABLE);
+            if (!outage || attempt >= ABORT_ATTEMPTS || abortRetries.isShutdown()) {
+                LOG.warn("could not abort the upload of {} ({}): its parts stay in the store until a lifecycle rule removes them",
+                        key, e.getMessage());
+                return;
+            }
+            if (attempt == 0) {
+                LOG.warn("could not abort the upload of {} ({}): tried again until the store answers", key, e.getMessage());
+            }
+            long delay = Math.min(ABORT_RETRY_MAX_DELAY.toMillis(), ABORT_RETRY_FIRST_DELAY.toMillis() << Math.min(attempt, 20));
+            try {
+                abortRetries.schedule(() -> uploaders.execute(() -> abortInStore(key, uploadId, attempt + 1)), delay, TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.RejectedExecutionException closed) {
+                LOG.warn("could not abort the upload of {}: its parts stay in the store until a lifecycle rule removes them", key);
+            }
+        }
+    }
+
+    /** A key the shim names must lie under the mount's prefix, whatever the shim is. */
+    private void inScope(String key) {
+        if (!key.startsWith(prefix) || key.length() == prefix.length()) {
+            throw new AgentException(Errno.EACCES, "key " + key + " is outside the mounted prefix " + prefix, null);
+        }
     }
 
     private List<String> await(Upload upload, List<CompletableFuture<String>> parts) {
@@ -444,11 +505,26 @@ public final class Uploads implements AutoCloseable {
 
     /** Deletes {@code key} (unlink through the mount). */
     public void delete(String key) {
+        inScope(key);
+        if (!policy.delete()) {
+            throw new AgentException(Errno.EPERM, key + ": this agent makes no deletes", null);
+        }
         store.deleteObject(key);
+        writtenHere.remove(key);
     }
 
     /** Moves object {@code from} to {@code to}: a copy in the store, then the delete of {@code from} (rename). */
     public ObjectSummary move(String from, String to, long size) {
+        inScope(from);
+        inScope(to);
+        if (!policy.delete() && !writtenHere.contains(from)) {
+            throw new AgentException(Errno.EPERM, from + ": moving it deletes it, and this agent deletes only keys this mount wrote", null);
+        }
+        if (!policy.overwrite() && store.exists(to)) {
+            throw new AgentException(Errno.EPERM, to + " exists, and this agent makes no overwrites", null);
+        }
+        writtenHere.remove(from);
+        writtenHere.add(to);
         ObjectSummary moved = store.copyObject(from, to, size);
         store.deleteObject(from);
         return moved;
@@ -490,6 +566,7 @@ public final class Uploads implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        abortRetries.shutdownNow();
         partSenders.shutdown();
         uploaders.shutdown();
         try {

@@ -56,7 +56,7 @@ public final class AgentService implements AutoCloseable {
             throw e;
         }
         AgentSessions sessions = new AgentSessions(config.storeOf(), config.readDeadline(), staging, config.maxFetches(),
-                PrometheusMetrics.getSeconds("mount", "source"), config.gpuDevice(), disk);
+                PrometheusMetrics.getSeconds("mount", "source"), config.gpuDevice(), disk, config.policy());
         AgentServer server;
         try {
             server = AgentServer.listen(config.socket(), sessions);

@@ -1,5 +1,6 @@
 package io.os2g.runtime;
 
+import io.os2g.agent.AgentPolicy;
 import io.os2g.diskcache.CacheConfig;
 import io.os2g.store.StoreConfig;
 import java.net.InetSocketAddress;
@@ -18,7 +19,9 @@ import java.util.function.Function;
  * @param gpuDevice the CUDA device every staging region is registered with unless its mount asks for another; -1 for none
  * @param metricsAddress where to serve Prometheus metrics; null for nowhere
  * @param cache the disk cache below every mount's staging region (keys name the bucket); null for none
+ * @param policy the sources it serves and the changes it makes, whatever a shim asks
  */
 public record AgentServiceConfig(Path socket, Path stagingDir, Function<String, StoreConfig> storeOf, Duration readDeadline,
-                                 int maxFetches, int gpuDevice, InetSocketAddress metricsAddress, CacheConfig cache) {
+                                 int maxFetches, int gpuDevice, InetSocketAddress metricsAddress, CacheConfig cache,
+                                 AgentPolicy policy) {
 }

@@ -2,6 +2,7 @@ package io.os2g.runtime;
 
 import io.os2g.diskcache.DiskCache;
 import io.os2g.agent.Agent;
+import io.os2g.agent.AgentPolicy;
 import io.os2g.agent.AgentConfig;
 import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
@@ -47,6 +48,7 @@ final class AgentSessions implements AgentSession.Factory {
     private final Function<String, StoreConfig> storeOf;
     private final Duration readDeadline;
     private final StagingDirectory parent;
+    private final AgentPolicy policy;
     private final int maxFetches;
     private final AtomicInteger next = new AtomicInteger(1);
     private final Histogram getSeconds;
@@ -63,7 +65,8 @@ final class AgentSessions implements AgentSession.Factory {
      * @param defaultGpu the CUDA device regions are registered with when a mount asks for none; -1 for none
      */
     AgentSessions(Function<String, StoreConfig> storeOf, Duration readDeadline, StagingDirectory parent, int maxFetches,
-                  Histogram getSeconds, int defaultGpu, DiskCache disk) {
+                  Histogram getSeconds, int defaultGpu, DiskCache disk, AgentPolicy policy) {
+        this.policy = policy;
         this.defaultGpu = defaultGpu;
         this.disk = disk;
         this.storeOf = storeOf;
@@ -87,6 +90,7 @@ final class AgentSessions implements AgentSession.Factory {
 
     @Override
     public AgentSession open(MountSpec spec) {
+        policy.checkMount(spec.bucket(), spec.prefix(), spec.writes());
         String name = "mount-" + next.getAndIncrement();
         String source = spec.bucket() + "/" + spec.prefix();
         StagingConfig staging = StagingConfig.of(parent.path().resolve(name), spec.stagingSize(), readDeadline);
@@ -111,7 +115,8 @@ final class AgentSessions implements AgentSession.Factory {
                     spec.maxReadahead(), maxFetches, spec.dirPrefetch());
             client.observeGets(getSeconds.labelValues(name, source)::observe);
             Agent agent = new Agent(objects, index, config, namespace, disk, client.endpoint() + " " + spec.bucket());
-            Uploads uploads = spec.writes() ? new Uploads(client, index, storeConfig.retry().deadline().plus(readDeadline)) : null;
+            Uploads uploads = spec.writes()
+                    ? new Uploads(client, index, storeConfig.retry().deadline().plus(readDeadline), spec.prefix(), policy) : null;
             Session session = new Session(name, source, agent, uploads, client, tars, decompressed, region, gpu, index, namespace,
                     replier(agent, index, staging.directory()));
             live.put(name, session);

@@ -1,6 +1,7 @@
 package io.os2g.runtime;
 
 import io.os2g.agent.Agent;
+import io.os2g.agent.AgentPolicy;
 import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
 import io.os2g.agent.Uploads;
@@ -149,7 +150,8 @@ public final class Gateway implements AutoCloseable {
             Namespace namespace = new Namespace(objects, config.prefix(), config.metadataTtl());
             Agent agent = new Agent(objects, index, config.agent(), namespace, disk, store.endpoint() + " " + config.bucket());
             Uploads uploads = config.fs().writes().newFiles()
-                    ? new Uploads(store, index, config.store().retry().deadline().plus(config.fs().readDeadline())) : null;
+                    ? new Uploads(store, index, config.store().retry().deadline().plus(config.fs().readDeadline()), config.prefix(),
+                    AgentPolicy.of(true, config.fs().writes().overwrite(), config.fs().writes().delete())) : null;
             Histogram getSeconds = PrometheusMetrics.getSeconds();
             store.observeGets(getSeconds::observe);
             Backend backend = new Backend() {

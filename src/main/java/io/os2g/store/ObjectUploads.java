@@ -43,6 +43,9 @@ public interface ObjectUploads {
      */
     ObjectSummary completeUpload(String key, String uploadId, List<String> partEtags, long size);
 
+    /** Whether {@code key} exists now (one HEAD). */
+    boolean exists(String key);
+
     /** Aborts the upload: the store drops its parts. An upload the store no longer knows is not an error. */
     void abortUpload(String key, String uploadId);
 

@@ -101,10 +101,22 @@ class UploadsTest {
             return new ObjectSummary(key, size, "whole", 1);
         }
 
+        /** Aborts that fail as if the store were down, before one succeeds. */
+        final java.util.concurrent.atomic.AtomicInteger abortOutages = new java.util.concurrent.atomic.AtomicInteger();
+
         @Override
         public void abortUpload(String key, String uploadId) {
+            if (abortOutages.getAndDecrement() > 0) {
+                calls.add("abort failed " + key);
+                throw new StoreException(StoreException.Kind.UNREACHABLE, "connection refused", null);
+            }
             calls.add("abort " + key);
             parts.remove(uploadId);
+        }
+
+        @Override
+        public boolean exists(String key) {
+            return objects.containsKey(key);
         }
 
         @Override
@@ -287,5 +299,47 @@ class UploadsTest {
         assertTrue(store.calls.contains("abort dropped.bin"));
         assertEquals(0, index.uploadBytes());
         assertFalse(store.objects.containsKey("dropped.bin"));
+    }
+
+    // an abort tried once while the store was down left the upload's parts in the store for good
+    @Test
+    void anAbortThatFailsInAnOutageIsTriedAgainUntilTheStoreAnswers() {
+        start(64L << 20, Duration.ofSeconds(5));
+        store.abortOutages.set(2);
+        long handle = uploads.begin("outage.bin");
+        ReservedPages part = uploads.nextPart(handle, 1);
+        uploads.partWritten(handle, 1, part.capacity());
+        uploads.nextPart(handle, 2);
+        uploads.abort(handle);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (!store.calls.contains("abort outage.bin") && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertEquals(List.of("abort failed outage.bin", "abort failed outage.bin", "abort outage.bin"),
+                store.calls.stream().filter(c -> c.startsWith("abort")).toList());
+        assertTrue(store.parts.isEmpty(), "no parts left in the store");
+    }
+
+    // the agent took whatever key a shim named, and overwrote or deleted whatever its shim's policy let through
+    @Test
+    void theAgentsPolicyHoldsWhateverTheShimAsks() {
+        region = StagingRegion.create(new StagingConfig(tmp.resolve("staging"), 64L << 20, PAGE, 16L * PAGE, Duration.ofSeconds(5)));
+        index = new ExtentIndex(region, PART);
+        uploads = new Uploads(store, index, Duration.ofSeconds(5), "data/", AgentPolicy.of(true, false, false));
+        store.objects.put("data/old.bin", new byte[] {1});
+        store.objects.put("other/secret", new byte[] {2});
+        assertEquals(Errno.EACCES, assertThrows(AgentException.class, () -> uploads.begin("other/new.bin")).errno());
+        assertEquals(Errno.EACCES, assertThrows(AgentException.class, () -> uploads.begin("data/")).errno());
+        assertEquals(Errno.EPERM, assertThrows(AgentException.class, () -> uploads.begin("data/old.bin")).errno());
+        assertEquals(Errno.EACCES, assertThrows(AgentException.class, () -> uploads.delete("other/secret")).errno());
+        assertEquals(Errno.EPERM, assertThrows(AgentException.class, () -> uploads.delete("data/old.bin")).errno());
+        assertEquals(Errno.EPERM, assertThrows(AgentException.class, () -> uploads.move("data/old.bin", "data/moved", 1)).errno());
+        assertEquals(Errno.EACCES, assertThrows(AgentException.class, () -> uploads.move("other/secret", "data/x", 1)).errno());
+        write(uploads.begin("data/new.tmp"), bytes(100, 3));
+        uploads.move("data/new.tmp", "data/new.bin", 100); // a file this mount wrote may be renamed into place
+        assertEquals(Errno.EPERM, assertThrows(AgentException.class, () -> uploads.move("data/new.bin", "data/old.bin", 100)).errno());
+        assertTrue(store.objects.containsKey("data/old.bin") && store.objects.containsKey("other/secret"));
+        assertEquals(Errno.EROFS, assertThrows(AgentException.class,
+                () -> new Uploads(store, index, Duration.ofSeconds(5), "", AgentPolicy.of(false, false, false)).begin("x")).errno());
     }
 }
