@@ -211,7 +211,7 @@ def test_a_mount_passed_as_a_descriptor(s3, tmp_path):
         while " mounted " not in (tmp_path / "mount.log").read_text():
             assert proc.poll() is None and time.time() < deadline, (tmp_path / "mount.log").read_text()
             time.sleep(0.05)
-        staging = [p for p in Path("/dev/shm/os2g").iterdir() if p.name == f"fd-{proc.pid}"]
+        staging = [p for p in Path(f"/dev/shm/os2g-{os.geteuid()}").iterdir() if p.name == f"fd-{proc.pid}"]
         assert staging, "the staging dir is named after the process"
         for key, data in files.items():
             assert sha256((target / key).read_bytes()) == sha256(data)
