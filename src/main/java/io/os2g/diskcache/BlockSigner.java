@@ -11,14 +11,16 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.GeneralSecurityException;
+import java.security.Provider;
 import java.security.SecureRandom;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 /**
- * The cache's secret and the MAC made with it (HMAC-SHA256): a block is served only if its MAC, over
+ * The cache's secret and the MAC made with it (HMAC-SHA256, OpenSSL's where it loads): a block is served only if its MAC, over
  * its key and bytes, was made with this secret. The secret is a file of the cache root, mode 0600,
  * readable only by the user whose mounts share the cache; anyone else who can plant a block file
  * cannot make one that verifies.
@@ -68,7 +70,9 @@ final class BlockSigner {
         if (secret.position() != LENGTH) {
             throw new IOException(file + " holds " + secret.position() + " bytes, not a secret of " + LENGTH);
         }
-        return new BlockSigner(secret.array().clone());
+        BlockSigner signer = new BlockSigner(secret.array().clone());
+        signer.mac().doFinal(); // loads the MAC's classes and library now, not in the first block's write
+        return signer;
     }
 
     /** This thread's MAC, reset, keyed with the cache's secret. */
@@ -80,7 +84,8 @@ final class BlockSigner {
 
     private Mac newMac() {
         try {
-            Mac mac = Mac.getInstance(ALGORITHM);
+            Optional<Provider> openSsl = OpenSslHmac.provider();
+            Mac mac = openSsl.isPresent() ? Mac.getInstance(ALGORITHM, openSsl.get()) : Mac.getInstance(ALGORITHM);
             mac.init(secret);
             return mac;
         } catch (GeneralSecurityException e) {
