@@ -4,8 +4,6 @@ import io.os2g.diskcache.DiskCache;
 import io.os2g.agent.Agent;
 import io.os2g.agent.AgentPolicy;
 import io.os2g.agent.AgentConfig;
-import io.os2g.agent.DecompressedStore;
-import io.os2g.agent.TarExpandingStore;
 import io.os2g.agent.Uploads;
 import io.os2g.agentreplies.AgentReplier;
 import io.os2g.link.AgentSession;
@@ -14,14 +12,9 @@ import io.os2g.link.MountSpec;
 import io.os2g.link.StagingRegionSpec;
 import io.os2g.metrics.PrometheusMetrics;
 import io.os2g.metrics.Stats;
-import io.os2g.namespace.Namespace;
 import io.os2g.staging.ExtentIndex;
-import io.os2g.staging.GpuRegistration;
 import io.os2g.staging.StagingConfig;
 import io.os2g.staging.StagingDirectory;
-import io.os2g.staging.StagingRegion;
-import io.os2g.store.MinioObjectStore;
-import io.os2g.store.ObjectStore;
 import io.os2g.store.StoreConfig;
 import io.prometheus.metrics.core.metrics.Histogram;
 import java.io.IOException;
@@ -83,8 +76,7 @@ final class AgentSessions implements AgentSession.Factory {
     /** The mounts served now, for the metrics endpoint. */
     List<PrometheusMetrics.ServedMount> served() {
         List<PrometheusMetrics.ServedMount> mounts = new ArrayList<>();
-        live.forEach((name, s) -> mounts.add(new PrometheusMetrics.ServedMount(name, s.source,
-                GatewayStats.counters(s.store, s.agent, s.index, s.uploads))));
+        live.forEach((name, s) -> mounts.add(new PrometheusMetrics.ServedMount(name, s.source, s.stack.counters())));
         return mounts;
     }
 
@@ -94,41 +86,19 @@ final class AgentSessions implements AgentSession.Factory {
         String name = "mount-" + next.getAndIncrement();
         String source = spec.bucket() + "/" + spec.prefix();
         StagingConfig staging = StagingConfig.of(parent.path().resolve(name), spec.stagingSize(), readDeadline);
-        Preflight.stagingFits(staging);
         StoreConfig storeConfig = storeOf.apply(spec.bucket());
-        MinioObjectStore client = Preflight.openStore(storeConfig);
-        StagingRegion region = null;
-        GpuRegistration gpu = null;
+        AgentConfig config = new AgentConfig(spec.chunkSize(), Math.min(AgentConfig.DEFAULT_INITIAL_READAHEAD, spec.maxReadahead()),
+                spec.maxReadahead(), maxFetches, spec.dirPrefetch());
+        AgentStack stack = AgentStack.forSession(storeConfig, staging, new AgentStack.Spec(spec.prefix(),
+                spec.metadataTtlSeconds() < 0 ? null : Duration.ofSeconds(spec.metadataTtlSeconds()), config, spec.expandTar(),
+                spec.decompress(), spec.gpuDevice() >= 0 ? spec.gpuDevice() : defaultGpu, spec.writes() ? policy : null,
+                storeConfig.retry().deadline().plus(readDeadline), getSeconds.labelValues(name, source)::observe), disk);
         try {
-            Preflight.storeAnswers(client, client.endpoint(), spec.prefix());
-            client.warmUp();
-            region = StagingRegion.create(staging);
-            int device = spec.gpuDevice() >= 0 ? spec.gpuDevice() : defaultGpu;
-            gpu = device < 0 ? null : CudaDevices.register(device, region);
-            ExtentIndex index = new ExtentIndex(region, spec.chunkSize());
-            Duration ttl = spec.metadataTtlSeconds() < 0 ? null : Duration.ofSeconds(spec.metadataTtlSeconds());
-            TarExpandingStore tars = spec.expandTar() ? new TarExpandingStore(client) : null;
-            DecompressedStore decompressed = spec.decompress() ? new DecompressedStore(tars != null ? tars : client) : null;
-            ObjectStore objects = decompressed != null ? decompressed : tars != null ? tars : client;
-            Namespace namespace = new Namespace(objects, spec.prefix(), ttl);
-            AgentConfig config = new AgentConfig(spec.chunkSize(), Math.min(AgentConfig.DEFAULT_INITIAL_READAHEAD, spec.maxReadahead()),
-                    spec.maxReadahead(), maxFetches, spec.dirPrefetch());
-            client.observeGets(getSeconds.labelValues(name, source)::observe);
-            Agent agent = new Agent(objects, index, config, namespace, disk, client.endpoint() + " " + spec.bucket());
-            Uploads uploads = spec.writes()
-                    ? new Uploads(client, index, storeConfig.retry().deadline().plus(readDeadline), spec.prefix(), policy) : null;
-            Session session = new Session(name, source, agent, uploads, client, tars, decompressed, region, gpu, index, namespace,
-                    replier(agent, index, staging.directory()));
+            Session session = new Session(name, source, stack, replier(stack.agent(), stack.index(), staging.directory()));
             live.put(name, session);
             return session;
         } catch (RuntimeException e) {
-            if (gpu != null) {
-                gpu.close();
-            }
-            if (region != null) {
-                region.close();
-            }
-            client.close();
+            stack.close();
             throw e;
         }
     }
@@ -146,47 +116,29 @@ final class AgentSessions implements AgentSession.Factory {
     private final class Session implements AgentSession {
         private final String name;
         private final String source;
-        private final Agent agent;
-        private final Uploads uploads;
-        private final MinioObjectStore store;
-        private final TarExpandingStore tars;
-        private final DecompressedStore decompressed;
-        private final StagingRegion region;
-        private final GpuRegistration gpu;
-        private final ExtentIndex index;
-        private final Namespace namespace;
+        private final AgentStack stack;
         private final KernelReplier replier;
 
-        Session(String name, String source, Agent agent, Uploads uploads, MinioObjectStore store, TarExpandingStore tars,
-                DecompressedStore decompressed, StagingRegion region, GpuRegistration gpu, ExtentIndex index, Namespace namespace,
-                KernelReplier replier) {
-            this.replier = replier;
-            this.gpu = gpu;
+        Session(String name, String source, AgentStack stack, KernelReplier replier) {
             this.name = name;
             this.source = source;
-            this.agent = agent;
-            this.uploads = uploads;
-            this.store = store;
-            this.tars = tars;
-            this.decompressed = decompressed;
-            this.region = region;
-            this.index = index;
-            this.namespace = namespace;
+            this.stack = stack;
+            this.replier = replier;
         }
 
         @Override
         public Agent agent() {
-            return agent;
+            return stack.agent();
         }
 
         @Override
         public Uploads uploads() {
-            return uploads;
+            return stack.uploads();
         }
 
         @Override
         public StagingRegionSpec layout() {
-            StagingConfig c = region.config();
+            StagingConfig c = stack.region().config();
             return new StagingRegionSpec(c.directory().toString(), c.capacity(), c.pageSize(), c.segmentSize());
         }
 
@@ -197,14 +149,12 @@ final class AgentSessions implements AgentSession.Factory {
 
         @Override
         public String statsJson() {
-            Map<String, Object> agentPart = GatewayStats.agent(store, tars, decompressed, agent, index, uploads);
+            Map<String, Object> agentPart = stack.stats();
             agentPart.put("cpu_seconds", Stats.processCpuSeconds());
-            if (gpu != null) {
-                agentPart.put("gpu", CudaDevices.stats(gpu));
-            }
             return Stats.json(agentPart);
         }
 
+        /** The shim is gone: what it was writing is aborted, its region freed. */
         @Override
         public void close() {
             if (replier != null) {
@@ -212,16 +162,7 @@ final class AgentSessions implements AgentSession.Factory {
             }
             live.remove(name);
             getSeconds.remove(name, source);
-            if (uploads != null) {
-                uploads.close(); // the shim is gone: what it was writing is aborted
-            }
-            agent.close();
-            namespace.close();
-            (decompressed != null ? decompressed : store).close(); // closes its decoders, then the store
-            if (gpu != null) {
-                gpu.close();
-            }
-            region.close();
+            stack.close();
         }
     }
 }

@@ -1,12 +1,7 @@
 package io.os2g.runtime;
 
-import io.os2g.agent.Agent;
 import io.os2g.agent.AgentPolicy;
-import io.os2g.agent.DecompressedStore;
-import io.os2g.agent.TarExpandingStore;
-import io.os2g.agent.Uploads;
 import io.os2g.agentreplies.FuseDeviceLender;
-import io.os2g.diskcache.DiskCache;
 import io.os2g.host.FuseMount;
 import io.os2g.host.Os2gFileSystem;
 import io.os2g.link.AgentLink;
@@ -21,12 +16,8 @@ import io.os2g.metrics.ReadMetrics;
 import io.os2g.metrics.Stats;
 import io.os2g.namespace.Namespace;
 import io.os2g.staging.ChunkLayout;
-import io.os2g.staging.ExtentIndex;
 import io.os2g.staging.GpuRegistration;
 import io.os2g.staging.StagingException;
-import io.os2g.staging.StagingRegion;
-import io.os2g.store.MinioObjectStore;
-import io.os2g.store.ObjectStore;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import java.util.Map;
@@ -93,31 +84,44 @@ public final class Gateway implements AutoCloseable {
     }
 
     private static Gateway mountInProcess(MountConfig config) {
-        Preflight.stagingFits(config.staging());
-        if (config.gpuDevice() >= 0) {
-            CudaDevices.device(config.gpuDevice()); // no driver or no such device: refused before anything is set up
-        }
-        MinioObjectStore store = Preflight.openStore(config.store());
-        DiskCache disk = null;
+        Histogram getSeconds = PrometheusMetrics.getSeconds();
+        AgentStack stack;
         try {
-            Preflight.storeAnswers(store, config.store().endpoint(), config.prefix());
-            store.warmUp();
-            disk = Preflight.openCache(config.cache());
-            return mount(config, store, disk);
+            stack = AgentStack.forMount(config.store(), config.staging(), new AgentStack.Spec(config.prefix(), config.metadataTtl(),
+                    config.agent(), config.expandTar(), config.decompress(), config.gpuDevice(),
+                    config.fs().writes().newFiles() ? AgentPolicy.of(true, config.fs().writes().overwrite(), config.fs().writes().delete()) : null,
+                    config.store().retry().deadline().plus(config.fs().readDeadline()), getSeconds::observe), config.cache());
         } catch (StagingException e) {
-            closeAll(store, disk);
             throw new UsageError(e.getMessage());
+        }
+        Gateway gateway;
+        try {
+            Backend backend = new Backend() {
+                @Override
+                public Map<String, Object> stats() {
+                    return stack.stats();
+                }
+
+                @Override
+                public AgentCounters counters() {
+                    return stack.counters();
+                }
+
+                @Override
+                public String close() {
+                    stack.close();
+                    return stack.summary();
+                }
+            };
+            gateway = new Gateway(config, stack.namespace(), new InProcessLink(stack.agent(), stack.uploads(), stack.index().view()),
+                    backend, new ReadMetrics(), getSeconds);
         } catch (RuntimeException e) {
-            closeAll(store, disk);
+            stack.close();
             throw e;
         }
-    }
-
-    private static void closeAll(MinioObjectStore store, DiskCache disk) {
-        store.close();
-        if (disk != null) {
-            disk.close();
-        }
+        GpuRegistration gpu = stack.gpu();
+        return gateway.start("staging " + Sizes.format(config.staging().capacity()) + " in " + config.staging().directory()
+                + (gpu == null ? "" : ", registered with GPU " + gpu.device().ordinal() + " (" + gpu.device().deviceName() + ")"));
     }
 
     /** The agent checks the store and creates the staging region; its refusal is the one line. */
@@ -133,70 +137,6 @@ public final class Gateway implements AutoCloseable {
             throw new UsageError(e.getMessage());
         }
         return mountWithAgent(config, link);
-    }
-
-    /** Mounts with the agent in this process; returns once the mount answers. The store has passed its preflight probe. */
-    private static Gateway mount(MountConfig config, MinioObjectStore store, DiskCache disk) {
-        StagingRegion region = StagingRegion.create(config.staging());
-        Gateway gateway;
-        GpuRegistration gpu = null;
-        try {
-            gpu = config.gpuDevice() < 0 ? null : CudaDevices.register(config.gpuDevice(), region);
-            GpuRegistration registered = gpu;
-            ExtentIndex index = new ExtentIndex(region, config.agent().chunkSize());
-            TarExpandingStore tars = config.expandTar() ? new TarExpandingStore(store) : null;
-            DecompressedStore decompressed = config.decompress() ? new DecompressedStore(tars != null ? tars : store) : null;
-            ObjectStore objects = decompressed != null ? decompressed : tars != null ? tars : store;
-            Namespace namespace = new Namespace(objects, config.prefix(), config.metadataTtl());
-            Agent agent = new Agent(objects, index, config.agent(), namespace, disk, store.endpoint() + " " + config.bucket());
-            Uploads uploads = config.fs().writes().newFiles()
-                    ? new Uploads(store, index, config.store().retry().deadline().plus(config.fs().readDeadline()), config.prefix(),
-                    AgentPolicy.of(true, config.fs().writes().overwrite(), config.fs().writes().delete())) : null;
-            Histogram getSeconds = PrometheusMetrics.getSeconds();
-            store.observeGets(getSeconds::observe);
-            Backend backend = new Backend() {
-                @Override
-                public Map<String, Object> stats() {
-                    Map<String, Object> stats = GatewayStats.agent(store, tars, decompressed, agent, index, uploads);
-                    if (registered != null) {
-                        stats.put("gpu", CudaDevices.stats(registered));
-                    }
-                    return stats;
-                }
-
-                @Override
-                public AgentCounters counters() {
-                    return GatewayStats.counters(store, agent, index, uploads);
-                }
-
-                @Override
-                public String close() {
-                    objects.close(); // the decompressing view's decoders, then the store
-                    if (disk != null) {
-                        disk.close(); // what is admitted is written first (a few seconds at most)
-                    }
-                    // what readers and fetches still hold once nothing can run: anything but 0 is a leak
-                    int pinned = index.pinnedChunks();
-                    long inFlight = index.inFlightBytes();
-                    (pinned == 0 && inFlight == 0 ? LOG.atInfo() : LOG.atWarn()).log(
-                            "staging at unmount: {} chunks staged, {} pinned, {} bytes in flight", index.stagedChunks(), pinned, inFlight);
-                    if (registered != null) {
-                        registered.close();
-                    }
-                    region.close();
-                    return store.getCount() + " GETs, " + store.retryCount() + " retries, " + agent.prefetchedFiles() + " files prefetched";
-                }
-            };
-            gateway = new Gateway(config, namespace, new InProcessLink(agent, uploads, index.view()), backend, new ReadMetrics(), getSeconds);
-        } catch (RuntimeException e) {
-            if (gpu != null) {
-                gpu.close();
-            }
-            region.close();
-            throw e;
-        }
-        return gateway.start("staging " + Sizes.format(config.staging().capacity()) + " in " + config.staging().directory()
-                + (gpu == null ? "" : ", registered with GPU " + gpu.device().ordinal() + " (" + gpu.device().deviceName() + ")"));
     }
 
     /** Mounts with the agent process behind {@code link}: listings and fetches are the agent's; this process holds no credentials. */
