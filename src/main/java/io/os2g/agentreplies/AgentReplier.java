@@ -12,6 +12,7 @@ import io.os2g.link.RepliedRead;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkKey;
 import io.os2g.staging.ChunkLayout;
+import io.os2g.staging.Restaging;
 import io.os2g.staging.StagedChunk;
 import io.os2g.staging.StagingView;
 import java.io.IOException;
@@ -38,11 +39,6 @@ public final class AgentReplier implements KernelReplier {
 
     /** The handoff socket's name in the session's staging directory (0700: only the shim and the agent enter it). */
     public static final String HANDOFF = "fuse-device.sock";
-    /**
-     * A chunk evicted between staging and pinning (a region too small for its readers) is staged again,
-     * after a pause growing to this, until the deadline: readers wait their turn.
-     */
-    private static final long MAX_RESTAGE_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     /** The agent's own bound on a fetch it answers (the shim gives up sooner, at its read deadline). */
     private static final long DEADLINE_NANOS = TimeUnit.MINUTES.toNanos(2);
 
@@ -130,16 +126,12 @@ public final class AgentReplier implements KernelReplier {
     /** Stages and pins again, waiting, for a range whose chunk was evicted before it could be pinned. */
     private void restage(Range range, Outcome done) {
         try {
-            long deadline = System.nanoTime() + DEADLINE_NANOS;
-            for (long pause = TimeUnit.MILLISECONDS.toNanos(1); System.nanoTime() + pause - deadline < 0;
-                 pause = Math.min(2 * pause, MAX_RESTAGE_PAUSE_NANOS)) {
-                agent.read(range.handle(), range.offset(), range.length()).get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-                List<StagedChunk> pinned = pin(range.file(), range.offset(), range.length());
-                if (pinned != null) {
-                    send(range, pinned, false, done);
-                    return;
-                }
-                java.util.concurrent.locks.LockSupport.parkNanos(pause + java.util.concurrent.ThreadLocalRandom.current().nextLong(pause));
+            List<StagedChunk> pinned = Restaging.stageAndPin(
+                    timeout -> agent.read(range.handle(), range.offset(), range.length()).get(timeout, TimeUnit.NANOSECONDS),
+                    () -> pin(range.file(), range.offset(), range.length()), System.nanoTime() + DEADLINE_NANOS);
+            if (pinned != null) {
+                send(range, pinned, false, done);
+                return;
             }
             done.failed(Errno.EIO, "chunk of " + range.file().key() + " evicted before it could be read, again and again for "
                     + TimeUnit.NANOSECONDS.toSeconds(DEADLINE_NANOS) + " s (staging region too small for the readers?)");
@@ -148,8 +140,8 @@ public final class AgentReplier implements KernelReplier {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             done.failed(Errno.EIO, "interrupted");
-        } catch (TimeoutException | RuntimeException e) {
-            fail(done, e);
+        } catch (Exception e) {
+            fail(done, e); // past the deadline, or failed
         }
     }
 

@@ -1,16 +1,17 @@
 package io.os2g.host;
 
 import io.os2g.Errno;
-import io.os2g.fuse.ReadReply;
 import io.os2g.ErrnoException;
+import io.os2g.fuse.ReadReply;
 import io.os2g.link.AgentLink;
 import io.os2g.link.ReadRequest;
 import io.os2g.metrics.ReadMetrics;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkKey;
 import io.os2g.staging.ChunkLayout;
-import io.os2g.staging.StagingView;
+import io.os2g.staging.Restaging;
 import io.os2g.staging.StagedChunk;
+import io.os2g.staging.StagingView;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -28,12 +29,6 @@ import java.util.concurrent.TimeoutException;
  * hits is still reported to the agent, without waiting, so that its readahead window moves on.
  */
 final class StagedReader {
-
-    /**
-     * A chunk evicted between staging and pinning (a region too small for its readers) is asked for
-     * again, after a pause that grows to this, until the read deadline: readers wait their turn.
-     */
-    private static final long MAX_RESTAGE_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
     private final AgentLink link;
     private final ChunkLayout layout;
@@ -192,20 +187,14 @@ final class StagedReader {
         }
         metrics.miss();
         long deadline = System.nanoTime() + deadlineNanos;
-        for (long pause = TimeUnit.MILLISECONDS.toNanos(1); ; pause = Math.min(2 * pause, MAX_RESTAGE_PAUSE_NANOS)) {
-            await(link.read(new ReadRequest(handle.agentHandle(), position, end - position)), handle, request,
-                    Math.max(1, deadline - System.nanoTime()));
-            staged = staging.acquire(key, etag, needed);
-            if (staged != null) {
-                return staged;
-            }
-            if (System.nanoTime() + pause - deadline > 0) {
-                throw new HostException(Errno.EIO, "chunk evicted before it could be read, again and again for "
-                        + TimeUnit.NANOSECONDS.toMillis(deadlineNanos) + " ms (staging region too small for the readers?): key="
-                        + handle.file().key() + ", chunk=" + key.index(), null);
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(pause + java.util.concurrent.ThreadLocalRandom.current().nextLong(pause));
+        StagedChunk pinned = Restaging.stageAndPin(timeout -> await(link.read(new ReadRequest(handle.agentHandle(), position,
+                end - position)), handle, request, timeout), () -> staging.acquire(key, etag, needed), deadline);
+        if (pinned == null) {
+            throw new HostException(Errno.EIO, "chunk evicted before it could be read, again and again for "
+                    + TimeUnit.NANOSECONDS.toMillis(deadlineNanos) + " ms (staging region too small for the readers?): key="
+                    + handle.file().key() + ", chunk=" + key.index(), null);
         }
+        return pinned;
     }
 
     private void await(CompletableFuture<Void> staged, OpenHandle handle, ReadReply request, long timeoutNanos) {
