@@ -2,7 +2,7 @@ package io.os2g.csi;
 
 import io.grpc.Status;
 import io.os2g.fuse.FuseMounter;
-import io.os2g.host.MountTable;
+import io.os2g.fuse.MountTable;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;

@@ -3,6 +3,7 @@ package io.os2g.host;
 import io.os2g.fuse.FuseFileSystem;
 import io.os2g.fuse.FuseMounter;
 import io.os2g.fuse.FuseSession;
+import io.os2g.fuse.MountTable;
 import io.os2g.fuse.Negotiation;
 import java.io.IOException;
 import java.nio.file.Files;

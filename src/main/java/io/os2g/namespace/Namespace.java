@@ -4,7 +4,7 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.LoadingCache;
 import com.github.benmanes.caffeine.cache.Ticker;
 import io.os2g.Errno;
-import io.os2g.store.ObjectStore;
+import io.os2g.store.Listings;
 import java.time.Duration;
 import java.util.NavigableMap;
 import java.util.concurrent.CompletionException;
@@ -40,12 +40,12 @@ public final class Namespace {
     private final LocalEntries local;
 
     /**
-     * @param store where listings come from
+     * @param listings where directory levels come from
      * @param rootPrefix the bucket prefix shown as the mount root: {@code ""} or ending in {@code /}
      * @param ttl how long a listing is trusted; null means forever (immutable datasets)
      * @param ticker the clock of the cache (tests pass a fake one)
      */
-    public Namespace(ObjectStore store, String rootPrefix, Duration ttl, Ticker ticker) {
+    public Namespace(Listings listings, String rootPrefix, Duration ttl, Ticker ticker) {
         if (!rootPrefix.isEmpty() && !rootPrefix.endsWith("/")) {
             throw new IllegalArgumentException("root prefix must be empty or end in /: prefix=" + rootPrefix);
         }
@@ -54,12 +54,12 @@ public final class Namespace {
         if (ttl != null) {
             cache.expireAfterWrite(ttl);
         }
-        this.directories = cache.build(dir -> builder.build(dir, store.list(dir.prefix())));
+        this.directories = cache.build(dir -> builder.build(dir, listings.list(dir.prefix())));
         this.local = new LocalEntries(ttl == null ? -1 : ttl.toNanos(), ticker::read);
     }
 
-    public Namespace(ObjectStore store, String rootPrefix, Duration ttl) {
-        this(store, rootPrefix, ttl, Ticker.systemTicker());
+    public Namespace(Listings listings, String rootPrefix, Duration ttl) {
+        this(listings, rootPrefix, ttl, Ticker.systemTicker());
     }
 
     public Node.Dir root() {

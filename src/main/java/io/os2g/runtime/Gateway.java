@@ -7,7 +7,6 @@ import io.os2g.host.Os2gFileSystem;
 import io.os2g.link.AgentLink;
 import io.os2g.link.InProcessLink;
 import io.os2g.link.LinkException;
-import io.os2g.link.LinkedListings;
 import io.os2g.link.MountSpec;
 import io.os2g.link.SocketLink;
 import io.os2g.metrics.AgentCounters;
@@ -143,7 +142,7 @@ public final class Gateway implements AutoCloseable {
     private static Gateway mountWithAgent(MountConfig config, SocketLink link) {
         Gateway gateway;
         try {
-            Namespace namespace = new Namespace(new LinkedListings(link, config.bucket()), config.prefix(), config.metadataTtl());
+            Namespace namespace = new Namespace(link::list, config.prefix(), config.metadataTtl()); // listings are the agent's
             Backend backend = new Backend() {
                 @Override
                 public Map<String, Object> stats() {

@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 
 /** The object-store operations os2g needs, each bounded in time and retried where it may help. */
-public interface ObjectStore extends AutoCloseable {
+public interface ObjectStore extends Listings, AutoCloseable {
 
     /** Reads the body of a ranged GET; called again from the start when the GET is retried. */
     @FunctionalInterface
@@ -12,9 +12,6 @@ public interface ObjectStore extends AutoCloseable {
         /** Consumes exactly the requested number of bytes from {@code body}. */
         void read(InputStream body) throws IOException;
     }
-
-    /** Lists one directory level under {@code prefix} (ListObjectsV2, delimiter {@code /}, all pages). */
-    Listing list(String prefix);
 
     /**
      * Reads {@code length} bytes of {@code key} from {@code offset}, only if its ETag still equals

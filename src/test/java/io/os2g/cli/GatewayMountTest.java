@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.os2g.host.MountTable;
+import io.os2g.fuse.MountTable;
 import io.os2g.runtime.Gateway;
 import io.os2g.support.S3Fixture;
 import java.nio.ByteBuffer;

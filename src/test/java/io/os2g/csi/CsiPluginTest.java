@@ -26,7 +26,7 @@ import io.os2g.csi.v1.NodeServiceCapability;
 import io.os2g.csi.v1.NodeUnpublishVolumeRequest;
 import io.os2g.csi.v1.ProbeRequest;
 import io.os2g.csi.v1.VolumeCapability;
-import io.os2g.host.MountTable;
+import io.os2g.fuse.MountTable;
 import io.os2g.support.S3Fixture;
 import java.io.IOException;
 import java.nio.file.FileSystemException;

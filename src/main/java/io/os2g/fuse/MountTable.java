@@ -1,4 +1,4 @@
-package io.os2g.host;
+package io.os2g.fuse;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
