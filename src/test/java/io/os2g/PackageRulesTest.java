@@ -18,9 +18,10 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
- * The package arrows of docs/ARCHITECTURE.md, read from the sources: which os2g packages each package's
- * code names (imports and qualified names, comments left out). {@code ""} is the root package's
- * vocabulary ({@link Errno}, {@link ErrnoException}, {@link WarningLimiter}).
+ * The package table of the design (../shared/DESIGN.md, and docs/ARCHITECTURE.md), read from the
+ * sources: which os2g packages each package's code names (imports and qualified names, comments left
+ * out). {@code ""} is the root package's vocabulary ({@link Errno}, {@link ErrnoException},
+ * {@link WarningLimiter}, {@link PrivateDirectory}); the leaves of the table may use it.
  */
 @Tag("unit")
 class PackageRulesTest {
@@ -28,25 +29,47 @@ class PackageRulesTest {
     private static final Path SOURCES = Path.of("src/main/java/io/os2g");
     private static final Pattern NAMED = Pattern.compile("\\bio\\.os2g\\.(?:([a-z][a-z0-9]*)\\.|([A-Z]))");
 
-    /** What each package may name besides itself. */
-    private static final Map<String, Set<String>> ALLOWED = Map.ofEntries(
-            Map.entry("fuse", Set.of()),
-            Map.entry("s3server", Set.of()),
+    /** The design's arrows: what each package may name besides itself. */
+    private static final Map<String, Set<String>> DESIGN = Map.ofEntries(
+            Map.entry("fuse", Set.of()), // self-contained
+            Map.entry("s3server", Set.of()), // the demo server: on no production path
             Map.entry("codec", Set.of("")),
             Map.entry("metrics", Set.of("")),
             Map.entry("staging", Set.of("")),
             Map.entry("diskcache", Set.of("")),
             Map.entry("store", Set.of("")),
-            Map.entry("namespace", Set.of("", "store")),
+            Map.entry("namespace", Set.of("", "store")), // its listing interface, which store and link provide
             Map.entry("agent", Set.of("", "namespace", "staging", "store", "codec", "diskcache")),
             Map.entry("link", Set.of("", "agent", "namespace", "staging", "store")),
             Map.entry("agentreplies", Set.of("", "fuse", "link", "agent", "namespace", "staging")),
             Map.entry("host", Set.of("", "fuse", "link", "namespace", "staging", "metrics")),
+            Map.entry("csi", Set.of("", "fuse")), // mounting for another process
             Map.entry("runtime", Set.of("", "fuse", "host", "link", "agentreplies", "agent", "namespace", "staging", "store",
                     "codec", "metrics", "diskcache", "csi")),
-            Map.entry("csi", Set.of("fuse", "host")),
-            Map.entry("cli", Set.of("", "runtime", "host", "agent", "staging", "store", "codec", "metrics", "s3server", "diskcache",
-                    "csi")));
+            Map.entry("cli", Set.of("", "runtime")));
+
+    /**
+     * What {@code cli} still names beyond {@code runtime}, each with the class that has yet to move
+     * behind the runtime: the list only shrinks.
+     */
+    private static final Map<String, String> CLI_NOT_YET_MOVED = Map.of(
+            "store", "StoreOptions builds the StoreConfig of the origin",
+            "diskcache", "CacheOptions, CacheCommand (os2g cache stats/clear)",
+            "agent", "AgentCommand builds the agent's AgentPolicy",
+            "csi", "CsiCommand, CsiMounterCommand, VolumeAttributes start and check csi directly",
+            "metrics", "StatsCommand, WarmCommand read the stats document",
+            "host", "Os2g maps FuseMount.MountException to exit 2",
+            "s3server", "DemoCommand, DemoDataset: the demo beside its server");
+
+    private static final Map<String, Set<String>> ALLOWED = allowed();
+
+    private static Map<String, Set<String>> allowed() {
+        Map<String, Set<String>> allowed = new TreeMap<>(DESIGN);
+        Set<String> cli = new TreeSet<>(DESIGN.get("cli"));
+        cli.addAll(CLI_NOT_YET_MOVED.keySet());
+        allowed.put("cli", cli);
+        return allowed;
+    }
 
     @Test
     void everyPackageNamesOnlyWhatItsArrowsAllow() throws IOException {
@@ -56,6 +79,9 @@ class PackageRulesTest {
         named.forEach((pkg, uses) -> uses.stream().filter(u -> !ALLOWED.get(pkg).contains(u))
                 .forEach(u -> broken.computeIfAbsent(pkg, k -> new TreeSet<>()).add(u.isEmpty() ? "io.os2g" : u)));
         assertTrue(broken.isEmpty(), "packages naming what they must not: " + broken);
+        Set<String> moved = new TreeSet<>(CLI_NOT_YET_MOVED.keySet());
+        moved.removeAll(named.get("cli"));
+        assertTrue(moved.isEmpty(), "cli no longer names " + moved + ": take it off CLI_NOT_YET_MOVED");
     }
 
     /** For each package under io.os2g, the os2g packages its code names ("" for the root package). */

@@ -4,6 +4,7 @@ import io.os2g.PrivateDirectory;
 import io.os2g.agent.AgentPolicy;
 import io.os2g.runtime.AgentService;
 import io.os2g.runtime.AgentServiceConfig;
+import io.os2g.runtime.MountConfigBuilder;
 import io.os2g.runtime.UsageError;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
@@ -66,7 +67,7 @@ final class AgentCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         service.configureLogging();
-        Path socket = MountCommand.agentSocket(listen);
+        Path socket = MountConfigBuilder.agentSocket(listen);
         if (cpus != null) {
             if (cpus < 1) {
                 throw new UsageError("--cpus must be at least 1: " + cpus);
@@ -79,7 +80,7 @@ final class AgentCommand implements Callable<Integer> {
             throw new UsageError("--gpu must be a CUDA device number (0, 1, ...): " + gpu);
         }
         Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize()
-                : PrivateDirectory.sharedMemoryParent().resolve("agent-" + MountCommand.mountId(socket));
+                : PrivateDirectory.sharedMemoryParent().resolve("agent-" + MountConfigBuilder.mountId(socket));
         if ((allowOverwrite || allowDelete) && !allowWrites) {
             throw new UsageError((allowOverwrite ? "--allow-overwrite" : "--allow-delete") + " needs --allow-writes");
         }

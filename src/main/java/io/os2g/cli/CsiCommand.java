@@ -2,6 +2,7 @@ package io.os2g.cli;
 
 import io.os2g.csi.CsiServer;
 import io.os2g.runtime.CsiPlugin;
+import io.os2g.runtime.MountConfigBuilder;
 import io.os2g.runtime.UsageError;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
@@ -69,7 +70,7 @@ final class CsiCommand implements Callable<Integer> {
         CsiPlugin plugin = CsiPlugin.start(new CsiPlugin.Config(endpoint, nodeId, version(), state,
                 secretsDir.toAbsolutePath().normalize(), stagingDir.toAbsolutePath().normalize(), mountCommand(),
                 new VolumeAttributes(state), mounter == null ? null : socket("--mounter", mounter),
-                agent == null ? null : MountCommand.agentSocket(agent)));
+                agent == null ? null : MountConfigBuilder.agentSocket(agent)));
         Runtime.getRuntime().addShutdownHook(new Thread(plugin::close, "os2g-csi-shutdown"));
         LOG.info("CSI node plugin {} for node {} listening on unix:{} (mounts in {})", version(), nodeId, plugin.socket(), state);
         plugin.awaitTermination();

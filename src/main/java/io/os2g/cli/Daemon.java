@@ -1,7 +1,8 @@
 package io.os2g.cli;
 
 import io.os2g.PrivateDirectory;
-import io.os2g.host.MountTable;
+import io.os2g.runtime.MountConfigBuilder;
+import io.os2g.runtime.Preflight;
 import io.os2g.runtime.UsageError;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -45,7 +46,7 @@ final class Daemon {
                 .start();
         long deadline = System.currentTimeMillis() + TIMEOUT_MILLIS;
         while (System.currentTimeMillis() < deadline) {
-            if (MountTable.isMountPoint(mountPoint)) {
+            if (Preflight.isMountPoint(mountPoint)) {
                 System.err.println("os2g: mounted at " + mountPoint + " (pid " + child.pid() + ", log " + log + ")");
                 return 0;
             }
@@ -67,7 +68,7 @@ final class Daemon {
      */
     static Path createLog(Path mountPoint) {
         Path dir = logDirectory();
-        Path log = dir.resolve("os2g-" + MountCommand.mountId(mountPoint) + ".log");
+        Path log = dir.resolve("os2g-" + MountConfigBuilder.mountId(mountPoint) + ".log");
         try {
             PrivateDirectory.ensure(dir);
             Files.deleteIfExists(log);

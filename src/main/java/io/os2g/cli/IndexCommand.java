@@ -1,15 +1,9 @@
 package io.os2g.cli;
 
-import io.os2g.agent.StoreRangeSource;
-import io.os2g.codec.TarIndex;
-import io.os2g.runtime.Preflight;
 import io.os2g.runtime.Sizes;
+import io.os2g.runtime.TarIndexer;
 import io.os2g.runtime.UsageError;
-import io.os2g.store.MinioObjectStore;
-import io.os2g.store.ObjectSummary;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
@@ -43,40 +37,25 @@ final class IndexCommand implements Callable<Integer> {
             throw new UsageError("expected BUCKET/KEY.tar, the key of a tar object: " + source);
         }
         String bucket = source.substring(0, slash);
-        String key = source.substring(slash + 1);
-        try (MinioObjectStore objects = Preflight.openStore(store.config(bucket))) {
-            ObjectSummary tar = find(objects, key);
-            long start = System.nanoTime();
-            TarIndex index = TarIndex.fromHeaders(StoreRangeSource.of(objects, key, tar.etag()), tar.size());
-            if (index.problem() != null) {
-                System.err.println("os2g: " + key + " is corrupt (" + index.problem() + "): no index written");
-                return 1;
-            }
-            ByteArrayOutputStream text = new ByteArrayOutputStream();
-            index.writeSidecar(text, tar.size(), tar.etag());
-            String target;
-            if (output == null) {
-                objects.put(key + ".idx", text.toByteArray(), "application/x-ndjson");
-                target = "s3://" + bucket + "/" + key + ".idx";
-            } else if (output.equals("-")) {
-                System.out.write(text.toByteArray());
-                System.out.flush();
-                target = "standard output";
-            } else {
-                Files.write(Path.of(output), text.toByteArray());
-                target = output;
-            }
-            System.err.printf("indexed %d files (%d other members skipped) of %s (%s) in %.1f s -> %s%n", index.fileCount(),
-                    index.skipped(), key, Sizes.format(tar.size()), (System.nanoTime() - start) / 1e9, target);
-            return 0;
-        } catch (UncheckedIOException e) {
-            throw e.getCause();
+        long start = System.nanoTime();
+        TarIndexer.Indexed index = TarIndexer.index(store.config(bucket), source.substring(slash + 1), output == null);
+        if (index.problem() != null) {
+            System.err.println("os2g: " + index.key() + " is corrupt (" + index.problem() + "): no index written");
+            return 1;
         }
-    }
-
-    private static ObjectSummary find(MinioObjectStore objects, String key) {
-        String parent = key.substring(0, key.lastIndexOf('/') + 1);
-        return objects.list(parent).objects().stream().filter(o -> o.key().equals(key)).findFirst()
-                .orElseThrow(() -> new UsageError("no object " + key + " in bucket " + objects.bucket()));
+        String target;
+        if (output == null) {
+            target = "s3://" + bucket + "/" + index.key() + ".idx";
+        } else if (output.equals("-")) {
+            System.out.write(index.sidecar());
+            System.out.flush();
+            target = "standard output";
+        } else {
+            Files.write(Path.of(output), index.sidecar());
+            target = output;
+        }
+        System.err.printf("indexed %d files (%d other members skipped) of %s (%s) in %.1f s -> %s%n", index.files(),
+                index.skipped(), index.key(), Sizes.format(index.tarSize()), (System.nanoTime() - start) / 1e9, target);
+        return 0;
     }
 }

@@ -1,7 +1,7 @@
 package io.os2g.cli;
 
-import io.os2g.host.MountTable;
 import io.os2g.metrics.Stats;
+import io.os2g.runtime.Preflight;
 import io.os2g.runtime.Sizes;
 import io.os2g.runtime.UsageError;
 import java.io.IOException;
@@ -139,7 +139,7 @@ final class WarmCommand implements Callable<Integer> {
             throw new UsageError("warm: " + path + " does not exist");
         }
         for (Path dir = Files.isDirectory(path) ? path : path.getParent(); dir != null; dir = dir.getParent()) {
-            if (MountTable.isMountPoint(dir)) {
+            if (Preflight.isMountPoint(dir)) {
                 if (Files.exists(dir.resolve(".os2g/stats"))) {
                     return dir;
                 }

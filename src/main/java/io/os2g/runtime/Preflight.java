@@ -1,7 +1,7 @@
 package io.os2g.runtime;
 
 import io.os2g.fuse.FuseMounter;
-import io.os2g.host.MountTable;
+import io.os2g.fuse.MountTable;
 import io.os2g.staging.StagingConfig;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.ObjectStore;
@@ -41,6 +41,11 @@ public final class Preflight {
     /** Whether {@code mountPoint} (checked by {@link #mountPoint}) is {@code /dev/fd/N}: a mount another process made. */
     public static boolean preOpened(Path mountPoint) {
         return FuseMounter.preOpened(mountPoint).isPresent();
+    }
+
+    /** Whether something is mounted at {@code path} now (/proc/self/mountinfo). */
+    public static boolean isMountPoint(Path path) {
+        return MountTable.isMountPoint(path);
     }
 
     public static Path mountPoint(String text) {

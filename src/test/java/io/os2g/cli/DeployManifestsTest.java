@@ -14,6 +14,7 @@ import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
 import io.os2g.csi.CsiException;
 import io.os2g.csi.CsiServer;
+import io.os2g.runtime.MountConfigBuilder;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -196,7 +197,7 @@ class DeployManifestsTest {
             JsonNode agent = container(mounterPod, "agent");
             assertEquals(image, agent.get("image").asText());
             new CommandLine(new AgentCommand()).parseArgs(args(agent).toArray(String[]::new));
-            assertEquals(MountCommand.agentSocket(pluginArgs.get("--agent")), MountCommand.agentSocket(options(agent).get("--listen")));
+            assertEquals(MountConfigBuilder.agentSocket(pluginArgs.get("--agent")), MountConfigBuilder.agentSocket(options(agent).get("--listen")));
             assertTrue(options(agent).get("--staging-dir").startsWith(mountPath(agent, "staging") + "/"),
                     "the agent's regions where the mounts (in the mounter) attach to them");
             assertEquals(mountPath(mounter, "staging"), mountPath(agent, "staging"));

@@ -1,4 +1,4 @@
-package io.os2g.cli;
+package io.os2g.runtime;
 
 import java.io.IOException;
 import java.nio.file.Files;
