@@ -165,7 +165,7 @@ public final class Agent implements AutoCloseable {
      * the handle's readahead window. The future completes when the requested range can be read from
      * staging (the rest of its last chunk may still be arriving).
      */
-    public CompletableFuture<Void> read(long handle, long offset, long length) {
+    public CompletableFuture<Void> stage(long handle, long offset, long length) {
         OpenFile open = handles.get(handle);
         if (open == null) {
             return CompletableFuture.failedFuture(new AgentException(Errno.EBADF, "unknown handle " + handle, null));

@@ -177,7 +177,7 @@ final class ChunkFetcher implements AutoCloseable {
                 }
                 long start = run.getFirst().offset();
                 long end = run.getLast().offset() + run.getLast().file().size();
-                store.read(container, start, end - start, run.getFirst().file().etag(), body -> {
+                store.get(container, start, end - start, run.getFirst().file().etag(), body -> {
                     long position = start;
                     for (int i = 0; i < run.size(); i++) {
                         body.skipNBytes(run.get(i).offset() - position);
@@ -235,7 +235,7 @@ final class ChunkFetcher implements AutoCloseable {
                             target.publishEarly(key, file.etag(), done::readable);
                         }
                         long started = System.nanoTime();
-                        store.read(file.key(), layout.start(key.index()), length, file.etag(), target::fill);
+                        store.get(file.key(), layout.start(key.index()), length, file.etag(), target::fill);
                         if (length == layout.chunkSize() && !decoded) { // the store's time, not a decoder's
                             timed(System.nanoTime() - started);
                         }
@@ -318,7 +318,7 @@ final class ChunkFetcher implements AutoCloseable {
                     try {
                         if (!index.view().contains(key, file.etag()) && !inFlight.containsKey(key) && !cache.contains(block)) {
                             byte[] bytes = new byte[(int) file.size()];
-                            store.read(file.key(), 0, file.size(), file.etag(), body -> {
+                            store.get(file.key(), 0, file.size(), file.etag(), body -> {
                                 if (body.readNBytes(bytes, 0, bytes.length) != bytes.length) {
                                     throw new EOFException("body ended early: " + file.key());
                                 }

@@ -225,10 +225,10 @@ public final class DecompressedStore implements ObjectStore {
     }
 
     @Override
-    public void read(String key, long offset, long length, String etag, BodyReader reader) {
+    public void get(String key, long offset, long length, String etag, BodyReader reader) {
         View view = view(key);
         if (view == null) {
-            store.read(key, offset, length, etag, reader);
+            store.get(key, offset, length, etag, reader);
             return;
         }
         if (!view.compressed().etag().equals(etag)) {

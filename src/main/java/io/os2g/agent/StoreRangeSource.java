@@ -12,7 +12,7 @@ public final class StoreRangeSource {
 
     /** Reads of {@code key} at version {@code etag}; each is one ranged GET (retried by the store). */
     public static RangeSource of(ObjectStore store, String key, String etag) {
-        return (position, target, offset, length) -> store.read(key, position, length, etag, in -> {
+        return (position, target, offset, length) -> store.get(key, position, length, etag, in -> {
             if (in.readNBytes(target, offset, length) != length) {
                 throw new EOFException("body ended before " + length + " bytes");
             }

@@ -130,11 +130,11 @@ public final class TarExpandingStore implements ObjectStore {
     }
 
     @Override
-    public void read(String key, long offset, long length, String etag, BodyReader reader) {
+    public void get(String key, long offset, long length, String etag, BodyReader reader) {
         Location location = locate(key);
         Shard shard = location == null ? null : shard(location.tarKey());
         if (shard == null) {
-            store.read(key, offset, length, etag, reader);
+            store.get(key, offset, length, etag, reader);
             return;
         }
         TarIndex.Member member = index(shard).file(location.member());
@@ -149,7 +149,7 @@ public final class TarExpandingStore implements ObjectStore {
             throw new StoreException(StoreException.Kind.PROTOCOL, "read [" + offset + ", +" + length + ") outside member "
                     + member.path() + " of " + member.size() + " bytes in " + shard.tar().key(), null);
         }
-        store.read(shard.tar().key(), member.dataOffset() + offset, length, etag, reader);
+        store.get(shard.tar().key(), member.dataOffset() + offset, length, etag, reader);
     }
 
     /**

@@ -84,7 +84,7 @@ public final class AgentReplier implements KernelReplier {
         long offset = request.offset();
         int length = (int) Math.max(0, Math.min(file.size(), offset + request.length()) - offset);
         Range range = new Range(request.handle(), file, offset, length, unique);
-        CompletableFuture<Void> staged = agent.read(request.handle(), offset, length);
+        CompletableFuture<Void> staged = agent.stage(request.handle(), offset, length);
         if (staged.isDone()) {
             replyStaged(range, staged, true, slow, done);
         } else {
@@ -127,7 +127,7 @@ public final class AgentReplier implements KernelReplier {
     private void restage(Range range, Outcome done) {
         try {
             List<StagedChunk> pinned = Restaging.stageAndPin(
-                    timeout -> agent.read(range.handle(), range.offset(), range.length()).get(timeout, TimeUnit.NANOSECONDS),
+                    timeout -> agent.stage(range.handle(), range.offset(), range.length()).get(timeout, TimeUnit.NANOSECONDS),
                     () -> pin(range.file(), range.offset(), range.length()), System.nanoTime() + DEADLINE_NANOS);
             if (pinned != null) {
                 send(range, pinned, false, done);

@@ -2,7 +2,7 @@ package io.os2g.host;
 
 import io.os2g.Errno;
 import io.os2g.link.AgentLink;
-import io.os2g.metrics.ReadMetrics;
+import io.os2g.metrics.ShimMetrics;
 import io.os2g.namespace.Namespace;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -42,14 +42,14 @@ final class ControlFiles {
     private final Supplier<String> stats;
     private final Namespace namespace;
     private final AgentLink link;
-    private final ReadMetrics metrics;
+    private final ShimMetrics metrics;
     private final String mountPoint;
     private final ConcurrentHashMap<Long, byte[]> snapshots = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, HintWriter> writers = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, ExtentsControlFile> queries = new ConcurrentHashMap<>();
     private final StagedReader reader;
 
-    ControlFiles(Supplier<String> stats, Namespace namespace, AgentLink link, ReadMetrics metrics, String mountPoint,
+    ControlFiles(Supplier<String> stats, Namespace namespace, AgentLink link, ShimMetrics metrics, String mountPoint,
                  StagedReader reader) {
         this.stats = stats;
         this.reader = reader;

@@ -5,7 +5,7 @@ import io.os2g.LogText;
 import io.os2g.link.AgentLink;
 import io.os2g.link.OpenRequest;
 import io.os2g.link.PrefetchRequest;
-import io.os2g.metrics.ReadMetrics;
+import io.os2g.metrics.ShimMetrics;
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
 import java.io.ByteArrayOutputStream;
@@ -35,7 +35,7 @@ final class HintWriter {
 
     private final Namespace namespace;
     private final AgentLink link;
-    private final ReadMetrics metrics;
+    private final ShimMetrics metrics;
     private final String mountPoint;
     private final boolean warm;
     private final ByteArrayOutputStream line = new ByteArrayOutputStream();
@@ -46,7 +46,7 @@ final class HintWriter {
     private long rejected;
     private String firstRejection;
 
-    HintWriter(Namespace namespace, AgentLink link, ReadMetrics metrics, String mountPoint, boolean warm, boolean replace) {
+    HintWriter(Namespace namespace, AgentLink link, ShimMetrics metrics, String mountPoint, boolean warm, boolean replace) {
         this.namespace = namespace;
         this.link = link;
         this.metrics = metrics;

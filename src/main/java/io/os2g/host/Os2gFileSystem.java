@@ -9,7 +9,7 @@ import io.os2g.fuse.ReadReply;
 import io.os2g.link.AgentLink;
 import io.os2g.link.OpenRequest;
 import io.os2g.link.ReadRequest;
-import io.os2g.metrics.ReadMetrics;
+import io.os2g.metrics.ShimMetrics;
 import io.os2g.namespace.Directory;
 import io.os2g.namespace.EntryName;
 import io.os2g.namespace.Namespace;
@@ -62,7 +62,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
     private final Namespace namespace;
     private final AgentLink link;
     private final FsConfig config;
-    private final ReadMetrics metrics;
+    private final ShimMetrics metrics;
     private final StagedReader reader;
     private final NodeTable nodes = new NodeTable();
     private final ConcurrentHashMap<Long, OpenHandle> handles = new ConcurrentHashMap<>();
@@ -81,7 +81,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
 
     /** @param stats the {@code /.os2g/stats} document, made when that file is opened */
     public Os2gFileSystem(Namespace namespace, AgentLink link, ChunkLayout layout,
-                          FsConfig config, ReadMetrics metrics, Supplier<String> stats) {
+                          FsConfig config, ShimMetrics metrics, Supplier<String> stats) {
         this.namespace = namespace;
         this.link = link;
         this.config = config;

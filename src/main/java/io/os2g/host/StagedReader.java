@@ -5,7 +5,7 @@ import io.os2g.ErrnoException;
 import io.os2g.fuse.ReadReply;
 import io.os2g.link.AgentLink;
 import io.os2g.link.ReadRequest;
-import io.os2g.metrics.ReadMetrics;
+import io.os2g.metrics.ShimMetrics;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkKey;
 import io.os2g.staging.ChunkLayout;
@@ -32,10 +32,10 @@ final class StagedReader {
 
     private final AgentLink link;
     private final ChunkLayout layout;
-    private final ReadMetrics metrics;
+    private final ShimMetrics metrics;
     private final long deadlineNanos;
 
-    StagedReader(AgentLink link, ChunkLayout layout, ReadMetrics metrics, Duration deadline) {
+    StagedReader(AgentLink link, ChunkLayout layout, ShimMetrics metrics, Duration deadline) {
         this.link = link;
         this.layout = layout;
         this.metrics = metrics;
@@ -187,7 +187,7 @@ final class StagedReader {
         }
         metrics.miss();
         long deadline = System.nanoTime() + deadlineNanos;
-        StagedChunk pinned = Restaging.stageAndPin(timeout -> await(link.read(new ReadRequest(handle.agentHandle(), position,
+        StagedChunk pinned = Restaging.stageAndPin(timeout -> await(link.stage(new ReadRequest(handle.agentHandle(), position,
                 end - position)), handle, request, timeout), () -> staging.acquire(key, etag, needed), deadline);
         if (pinned == null) {
             throw new HostException(Errno.EIO, "chunk evicted before it could be read, again and again for "

@@ -6,7 +6,7 @@ import io.os2g.WarningLimiter;
 import io.os2g.fuse.FuseFileSystem.Changes;
 import io.os2g.link.AgentLink;
 import io.os2g.link.PublishedObject;
-import io.os2g.metrics.ReadMetrics;
+import io.os2g.metrics.ShimMetrics;
 import io.os2g.namespace.EntryName;
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
@@ -35,14 +35,14 @@ final class Writes {
     private final WritePolicy policy;
     private final Namespace namespace;
     private final AgentLink link;
-    private final ReadMetrics metrics;
+    private final ShimMetrics metrics;
     /** Files being written, by open handle and by node. */
     private final ConcurrentHashMap<Long, WriteHandle> byHandle = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, WriteHandle> byNode = new ConcurrentHashMap<>();
     /** Keys this mount published: it may rename them away without --allow-delete. */
     private final Set<String> publishedHere = ConcurrentHashMap.newKeySet();
 
-    Writes(WritePolicy policy, Namespace namespace, AgentLink link, ReadMetrics metrics) {
+    Writes(WritePolicy policy, Namespace namespace, AgentLink link, ShimMetrics metrics) {
         this.policy = policy;
         this.namespace = namespace;
         this.link = link;

@@ -16,11 +16,11 @@ public interface AgentLink extends AutoCloseable {
      * Asks for a range to be staged. The future completes when it is, or fails with an
      * {@link io.os2g.ErrnoException}.
      */
-    CompletableFuture<Void> read(ReadRequest request);
+    CompletableFuture<Void> stage(ReadRequest request);
 
     /**
      * Whether the agent replies to READs on the mount's /dev/fuse itself (split mode, once the shim lent
-     * it the descriptor: {@link DeviceLender}): then {@link #replyInAgent} instead of {@link #read} and
+     * it the descriptor: {@link DeviceLender}): then {@link #replyInAgent} instead of {@link #stage} and
      * a copy.
      */
     default boolean agentReplies() {

@@ -144,7 +144,7 @@ public final class AgentServer implements AutoCloseable {
             }
             case Message.Read read -> {
                 ReadRequest r = read.request();
-                var staged = agent.read(r.handle(), r.offset(), r.length());
+                var staged = agent.stage(r.handle(), r.offset(), r.length());
                 if (read.reply()) {
                     staged.whenComplete((ok, failed) -> reply(wire, id, failed == null ? new Message.Done() : failure(failed)));
                 }

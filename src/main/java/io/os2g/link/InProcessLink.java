@@ -82,13 +82,13 @@ public final class InProcessLink implements AgentLink {
     }
 
     @Override
-    public CompletableFuture<Void> read(ReadRequest request) {
-        return agent.read(request.handle(), request.offset(), request.length());
+    public CompletableFuture<Void> stage(ReadRequest request) {
+        return agent.stage(request.handle(), request.offset(), request.length());
     }
 
     @Override
     public void hint(ReadRequest request) {
-        agent.read(request.handle(), request.offset(), request.length());
+        agent.stage(request.handle(), request.offset(), request.length());
     }
 
     @Override

@@ -393,7 +393,7 @@ public final class SocketLink implements AgentLink {
     }
 
     @Override
-    public CompletableFuture<Void> read(ReadRequest request) {
+    public CompletableFuture<Void> stage(ReadRequest request) {
         return request(request, agentHandle -> new Message.Read(new ReadRequest(agentHandle, request.offset(), request.length()), true),
                 answer -> answer instanceof Message.Done ? null : unexpected("a read", answer), false, null);
     }

@@ -38,7 +38,7 @@ public final class PrometheusMetrics {
      * A mount's registry: what its shim served; with the agent in process ({@code agent} not null), the
      * agent side too.
      */
-    public static PrometheusRegistry forMount(ReadMetrics shim, Supplier<AgentCounters> agent, Histogram gets) {
+    public static PrometheusRegistry forMount(ShimMetrics shim, Supplier<AgentCounters> agent, Histogram gets) {
         PrometheusRegistry registry = new PrometheusRegistry();
         counter(registry, "os2g_bytes_served", "Bytes returned to readers", shim::bytesServed);
         counter(registry, "os2g_bytes_spliced", "Bytes of those moved to the kernel by splice (one copy, not two)", shim::bytesSpliced);

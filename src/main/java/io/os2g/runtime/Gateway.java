@@ -11,7 +11,7 @@ import io.os2g.link.MountSpec;
 import io.os2g.link.SocketLink;
 import io.os2g.metrics.AgentCounters;
 import io.os2g.metrics.PrometheusMetrics;
-import io.os2g.metrics.ReadMetrics;
+import io.os2g.metrics.ShimMetrics;
 import io.os2g.metrics.Stats;
 import io.os2g.namespace.Namespace;
 import io.os2g.staging.ChunkLayout;
@@ -35,7 +35,7 @@ public final class Gateway implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Gateway.class);
 
     private final MountConfig config;
-    private final ReadMetrics metrics;
+    private final ShimMetrics metrics;
     private final Namespace namespace;
     private final AgentLink link;
     private final Backend backend;
@@ -57,7 +57,7 @@ public final class Gateway implements AutoCloseable {
         String close();
     }
 
-    private Gateway(MountConfig config, Namespace namespace, AgentLink link, Backend backend, ReadMetrics metrics,
+    private Gateway(MountConfig config, Namespace namespace, AgentLink link, Backend backend, ShimMetrics metrics,
                     Histogram getSeconds) {
         this.config = config;
         this.getSeconds = getSeconds;
@@ -113,7 +113,7 @@ public final class Gateway implements AutoCloseable {
                 }
             };
             gateway = new Gateway(config, stack.namespace(), new InProcessLink(stack.agent(), stack.uploads(), stack.index().view()),
-                    backend, new ReadMetrics(), getSeconds);
+                    backend, new ShimMetrics(), getSeconds);
         } catch (RuntimeException e) {
             stack.close();
             throw e;
@@ -163,7 +163,7 @@ public final class Gateway implements AutoCloseable {
                     return "agent at unix:" + config.agentSocket();
                 }
             };
-            gateway = new Gateway(config, namespace, link, backend, new ReadMetrics(), null);
+            gateway = new Gateway(config, namespace, link, backend, new ShimMetrics(), null);
         } catch (RuntimeException e) {
             link.close();
             throw e;

@@ -6,7 +6,7 @@ import io.os2g.agent.TarExpandingStore;
 import io.os2g.agent.Uploads;
 import io.os2g.diskcache.DiskCache;
 import io.os2g.metrics.AgentCounters;
-import io.os2g.metrics.ReadMetrics;
+import io.os2g.metrics.ShimMetrics;
 import io.os2g.metrics.Stats;
 import io.os2g.staging.ExtentIndex;
 import io.os2g.store.MinioObjectStore;
@@ -104,7 +104,7 @@ final class GatewayStats {
      * @param split whether the agent is another process
      * @param agent the agent's part ({@code cpu_seconds} among it), or null when it cannot be asked now
      */
-    static String document(boolean split, ReadMetrics metrics, Map<String, Object> agent) {
+    static String document(boolean split, ShimMetrics metrics, Map<String, Object> agent) {
         double cpu = Stats.processCpuSeconds();
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("mode", split ? "split" : "in-process");

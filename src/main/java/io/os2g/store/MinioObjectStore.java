@@ -64,13 +64,13 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
     /** Where requests go and how they are signed: replaced when the bucket turns out to be in another region. */
     private volatile Target target;
     /** GETs whose bodies are read from the socket by the caller, for a plain-HTTP endpoint; null after one it could not read. */
-    private volatile SocketGet socketGet;
+    private volatile SocketHttp socketHttp;
     /**
      * The uploads' connections, apart from the GETs': a socket a virtual thread has used is non-blocking
      * for good, and sendfile to it returns at once when its buffer is full. Parts are sent from platform
-     * threads, so theirs stay blocking. Null where {@link #socketGet} is.
+     * threads, so theirs stay blocking. Null where {@link #socketHttp} is.
      */
-    private volatile SocketGet socketPut;
+    private volatile SocketHttp socketPut;
 
     /** The bucket's address, signer and clients for one region. */
     private record Target(String region, MinioClient client, MinioAsyncClient uploads, BucketEndpoint endpoint,
@@ -100,8 +100,8 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
             this.http = http(config);
             this.target = target(config.region());
             boolean plain = "http".equals(config.endpoint().getScheme()) && direct(config.endpoint(), PROXIES);
-            this.socketGet = plain ? new SocketGet(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections()) : null;
-            this.socketPut = plain ? new SocketGet(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections()) : null;
+            this.socketHttp = plain ? new SocketHttp(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections()) : null;
+            this.socketPut = plain ? new SocketHttp(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections()) : null;
         } catch (RuntimeException e) {
             credentials.close(); // no renewals for a store that was never made
             throw e;
@@ -156,15 +156,15 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
         Target moved = target(region);
         LOG.info("bucket {} is in region {}: its requests are signed for it from now on", config.bucket(), region);
         target = moved;
-        SocketGet old = socketGet;
+        SocketHttp old = socketHttp;
         if (old != null) {
             // its kept connections may be to the old region's host
-            socketGet = new SocketGet(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections());
+            socketHttp = new SocketHttp(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections());
             old.close();
         }
-        SocketGet oldPut = socketPut;
+        SocketHttp oldPut = socketPut;
         if (oldPut != null) {
-            socketPut = new SocketGet(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections());
+            socketPut = new SocketHttp(CONNECT_TIMEOUT, config.retry().requestTimeout(), config.maxConnections());
             oldPut.close();
         }
         return true;
@@ -201,7 +201,7 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
         return withTls(base, config);
     }
 
-    /** Whether {@code proxies} send {@code endpoint} straight, not through a proxy (OkHttp speaks to proxies; SocketGet does not). */
+    /** Whether {@code proxies} send {@code endpoint} straight, not through a proxy (OkHttp speaks to proxies; SocketHttp does not). */
     private static boolean direct(URI endpoint, ProxySelector proxies) {
         return proxies.select(endpoint).stream().allMatch(p -> p.type() == Proxy.Type.DIRECT);
     }
@@ -296,7 +296,7 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
             try {
                 Target t = target;
                 Request request = RangedGet.request(t.endpoint(), "os2g-warm-up", 0, 1, "\"0\"");
-                SocketGet direct = socketGet;
+                SocketHttp direct = socketHttp;
                 if (direct != null) {
                     direct.connect(request.url());
                 }
@@ -315,13 +315,13 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
     }
 
     @Override
-    public void read(String key, long offset, long length, String etag, BodyReader reader) {
+    public void get(String key, long offset, long length, String etag, BodyReader reader) {
         withRetries("get", key, () -> {
             gets.increment();
             getsInFlight.increment();
             long start = System.nanoTime();
             try {
-                get(key, offset, length, etag, reader);
+                getOnce(key, offset, length, etag, reader);
             } catch (Exception e) {
                 throw classify(e, key + " [" + offset + ", +" + length + ")");
             } finally {
@@ -332,21 +332,22 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
         });
     }
 
-    private void get(String key, long offset, long length, String etag, BodyReader reader) throws IOException {
+    /** One GET attempt: os2g's own HTTP path where it speaks the endpoint, else OkHttp. */
+    private void getOnce(String key, long offset, long length, String etag, BodyReader reader) throws IOException {
         Target t = target;
-        SocketGet direct = socketGet;
+        SocketHttp direct = socketHttp;
         if (direct == null) {
-            t.rangedGet().read(key, offset, length, etag, reader);
+            t.rangedGet().get(key, offset, length, etag, reader);
             return;
         }
         try {
-            direct.read(RangedGet.request(t.endpoint(), key, offset, length, etag), offset, length,
+            direct.get(RangedGet.request(t.endpoint(), key, offset, length, etag), offset, length,
                     RangedGet.what(t.endpoint(), key, offset, length), reader);
-        } catch (SocketGet.Unsupported e) {
+        } catch (SocketHttp.Unsupported e) {
             LOG.info("{} sent {}: its GETs go through OkHttp from now on", config.endpoint(), e.getMessage());
-            socketGet = null;
+            socketHttp = null;
             direct.close();
-            t.rangedGet().read(key, offset, length, etag, reader);
+            t.rangedGet().get(key, offset, length, etag, reader);
         }
     }
 
@@ -627,7 +628,7 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
     @Override
     public void close() {
         credentials.close();
-        for (SocketGet sockets : new SocketGet[] {socketGet, socketPut}) {
+        for (SocketHttp sockets : new SocketHttp[] {socketHttp, socketPut}) {
             if (sockets != null) {
                 sockets.close();
             }

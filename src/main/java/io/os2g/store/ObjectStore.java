@@ -17,7 +17,7 @@ public interface ObjectStore extends Listings, AutoCloseable {
      * Reads {@code length} bytes of {@code key} from {@code offset}, only if its ETag still equals
      * {@code etag} (If-Match); a changed object fails with {@link StoreException.Kind#CHANGED}.
      */
-    void read(String key, long offset, long length, String etag, BodyReader reader);
+    void get(String key, long offset, long length, String etag, BodyReader reader);
 
     /**
      * Checks, before mounting, that the endpoint answers, the credentials are accepted and the bucket

@@ -12,7 +12,7 @@ import okhttp3.ResponseBody;
 
 /**
  * One ranged GET as a single synchronous OkHttp call, signed by {@link SigV4}: the GET path for
- * {@code https://} endpoints and for answers {@link SocketGet} does not speak.
+ * {@code https://} endpoints and for answers {@link SocketHttp} does not speak.
  *
  * <p>Why not {@code MinioClient.getObject}: it dispatches every call on OkHttp's dispatcher threads,
  * hands the response back through a future and builds its arguments through several layers, which
@@ -36,7 +36,7 @@ final class RangedGet {
      * body to {@code reader}. Throws {@link StoreException} for an answer that is not the range asked for,
      * and {@link IOException} for a transport failure.
      */
-    void read(String key, long offset, long length, String etag, ObjectStore.BodyReader reader)
+    void get(String key, long offset, long length, String etag, ObjectStore.BodyReader reader)
             throws IOException {
         String what = what(endpoint, key, offset, length);
         try (Response response = http.newCall(request(endpoint, key, offset, length, etag)).execute()) {

@@ -12,7 +12,7 @@ import okio.BufferedSink;
 /**
  * One PUT of an object or of a part of a multipart upload, its body streamed from the caller and signed
  * as an unsigned payload: the write path's counterpart of {@link RangedGet}. Over plain HTTP it goes on
- * the GETs' own connections ({@link SocketGet#put}), the body sent to the socket by the caller (from the
+ * the GETs' own connections ({@link SocketHttp#put}), the body sent to the socket by the caller (from the
  * staging pages with sendfile: no copy through the JVM); otherwise through OkHttp.
  *
  * <p>Why not the MinIO client: for an {@code http://} endpoint it signs every body's SHA-256 and sends
@@ -26,12 +26,12 @@ final class StreamedPut {
     private final OkHttpClient http;
     private final BucketEndpoint endpoint;
     /** The plain-HTTP connections of the GETs, for a body sent straight to the socket; null: OkHttp (https, proxies). */
-    private final java.util.function.Supplier<SocketGet> sockets;
+    private final java.util.function.Supplier<SocketHttp> sockets;
 
-    /** The request's own body, unused: {@link SocketGet#put} sends the caller's. */
+    /** The request's own body, unused: {@link SocketHttp#put} sends the caller's. */
     private static final RequestBody NO_BODY = RequestBody.create(new byte[0], null);
 
-    StreamedPut(OkHttpClient http, BucketEndpoint endpoint, java.util.function.Supplier<SocketGet> sockets) {
+    StreamedPut(OkHttpClient http, BucketEndpoint endpoint, java.util.function.Supplier<SocketHttp> sockets) {
         this.http = http;
         this.endpoint = endpoint;
         this.sockets = sockets;
@@ -43,7 +43,7 @@ final class StreamedPut {
      */
     String put(String key, Map<String, String> query, ObjectUploads.Body body) throws IOException {
         String what = "bucket=" + endpoint.bucket() + ", key=" + key + " " + query.keySet();
-        SocketGet socket = sockets.get();
+        SocketHttp socket = sockets.get();
         if (socket != null) {
             Request request = endpoint.sign(new Request.Builder().url(endpoint.object(key, query)).put(NO_BODY),
                     SigV4.UNSIGNED_PAYLOAD);

@@ -5,7 +5,7 @@
  * <p>{@link io.os2g.store.ObjectStore} is the read surface; {@link io.os2g.store.MinioObjectStore}
  * implements it for MinIO, AWS S3, Ceph RGW and any other S3-compatible endpoint. Reads and listings,
  * the hot paths, are os2g's own: a ranged GET on kept-alive sockets whose body the agent reads straight
- * into staging for an {@code http://} endpoint ({@link io.os2g.store.SocketGet}), one synchronous OkHttp
+ * into staging for an {@code http://} endpoint ({@link io.os2g.store.SocketHttp}), one synchronous OkHttp
  * call for {@code https://} ({@link io.os2g.store.RangedGet}), one OkHttp call per ListObjectsV2 page read
  * with StAX ({@link io.os2g.store.ListObjectsV2}), all signed by {@link io.os2g.store.SigV4}. The MinIO
  * client does the rest (HEADs, the bucket's URL, and {@link io.os2g.store.ObjectUploads}: multipart

@@ -103,7 +103,7 @@ class AgentDiskCacheTest {
         for (long c = 0; c * CHUNK < f.size(); c++) {
             StagedChunk s = null;
             for (int attempt = 0; s == null && attempt < 10; attempt++) { // the small region may evict it before it is pinned
-                r.agent().read(handle, c * CHUNK, CHUNK).get(30, TimeUnit.SECONDS);
+                r.agent().stage(handle, c * CHUNK, CHUNK).get(30, TimeUnit.SECONDS);
                 s = r.index().view().acquire(new ChunkKey(f.inode(), c), f.etag());
             }
             assertNotNull(s, "chunk " + c + " staged");

@@ -66,9 +66,9 @@ class AgentFirstBytesTest {
         }
 
         @Override
-        public void read(String key, long offset, long length, String etag, BodyReader reader) {
+        public void get(String key, long offset, long length, String etag, BodyReader reader) {
             gets.incrementAndGet();
-            objects.read(key, offset, length, etag, body -> {
+            objects.get(key, offset, length, etag, body -> {
                 byte[] bytes = body.readAllBytes();
                 if (cutAfter >= 0) {
                     reader.read(new ByteArrayInputStream(bytes, 0, cutAfter));
@@ -134,10 +134,10 @@ class AgentFirstBytesTest {
         Node.File f = file("model.bin", body, 20);
         pauseAfter = 256 * 1024;
         long h = agent.open(f);
-        agent.read(h, 0, 4096).get(5, TimeUnit.SECONDS); // would time out if it waited for the whole chunk
+        agent.stage(h, 0, 4096).get(5, TimeUnit.SECONDS); // would time out if it waited for the whole chunk
         assertArrayEquals(Arrays.copyOf(body, 4096), read(f, 0, 0, 4096));
-        CompletableFuture<Void> further = agent.read(h, 300_000, 4096);
-        CompletableFuture<Void> sameBytesAgain = agent.read(agent.open(f), 100, 4096);
+        CompletableFuture<Void> further = agent.stage(h, 300_000, 4096);
+        CompletableFuture<Void> sameBytesAgain = agent.stage(agent.open(f), 100, 4096);
         sameBytesAgain.get(5, TimeUnit.SECONDS);
         Thread.sleep(50);
         assertFalse(further.isDone(), "bytes that have not arrived are waited for");
@@ -145,7 +145,7 @@ class AgentFirstBytesTest {
         rest.countDown();
         further.get(5, TimeUnit.SECONDS);
         assertArrayEquals(Arrays.copyOfRange(body, 300_000, 304_096), read(f, 0, 300_000, 4096));
-        agent.read(h, CHUNK, 5000).get(5, TimeUnit.SECONDS);
+        agent.stage(h, CHUNK, 5000).get(5, TimeUnit.SECONDS);
         assertArrayEquals(Arrays.copyOfRange(body, CHUNK, CHUNK + 5000), read(f, 1, 0, 5000));
         for (long deadline = System.nanoTime() + 5_000_000_000L; !index.view().contains(new ChunkKey(f.inode(), 0), f.etag()); ) {
             assertTrue(System.nanoTime() < deadline, "chunk 0 staged whole once its body ended");
@@ -161,14 +161,14 @@ class AgentFirstBytesTest {
         Node.File f = file("ckpt.pt", body, 21);
         cutAfter = 400_000;
         long h = agent.open(f);
-        ExecutionException failed = assertThrows(ExecutionException.class, () -> agent.read(h, 500_000, 4096).get(5, TimeUnit.SECONDS));
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> agent.stage(h, 500_000, 4096).get(5, TimeUnit.SECONDS));
         assertNotNull(causeOf(failed, EOFException.class), "the truncated body is the cause: " + failed);
         assertNull(index.view().acquire(new ChunkKey(f.inode(), 0), f.etag(), 1), "the failed chunk is not found, even its first bytes");
         assertEquals(0, index.inFlightBytes());
         assertEquals(0, index.pinnedChunks());
         cutAfter = -1;
         Thread.sleep(ChunkFetcher.FAILURE_MEMORY.toMillis() + 100);
-        agent.read(h, 500_000, 4096).get(5, TimeUnit.SECONDS);
+        agent.stage(h, 500_000, 4096).get(5, TimeUnit.SECONDS);
         assertArrayEquals(Arrays.copyOfRange(body, 500_000, 504_096), read(f, 0, 500_000, 4096));
     }
 

@@ -101,7 +101,7 @@ class AgentTest {
         List<CompletableFuture<Void>> reads = new ArrayList<>();
         for (int i = 0; i < 16; i++) {
             long h = agent.open(f);
-            reads.add(agent.read(h, i * 1000L, 100));
+            reads.add(agent.stage(h, i * 1000L, 100));
         }
         CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
         assertEquals(1, store.getCount() - before);
@@ -113,7 +113,7 @@ class AgentTest {
         byte[] body = S3Fixture.bytes(125_000, 4);
         s3.put("data", "img.jpg", body);
         Node.File f = file("img.jpg", 11);
-        agent.read(agent.open(f), 0, 4096).get(10, TimeUnit.SECONDS);
+        agent.stage(agent.open(f), 0, 4096).get(10, TimeUnit.SECONDS);
         assertArrayEquals(body, staged(f, 0));
         assertEquals(125_000, agent.fetchedBytes());
     }
@@ -125,7 +125,7 @@ class AgentTest {
         Node.File f = file("big", 12);
         long h = agent.open(f);
         for (int c = 0; c < 5; c++) {
-            agent.read(h, (long) c * CHUNK, 128 * 1024).get(10, TimeUnit.SECONDS);
+            agent.stage(h, (long) c * CHUNK, 128 * 1024).get(10, TimeUnit.SECONDS);
         }
         // the window doubled from 64 KiB to its 1 MiB cap: the fifth read (chunk 4) reaches into chunk 8;
         // readahead fetches run in parallel and may land in any order
@@ -149,7 +149,7 @@ class AgentTest {
         Node.File f = file("obj", 13);
         s3.put("data", "obj", S3Fixture.bytes(1000, 2));
         ExecutionException e = assertThrows(ExecutionException.class,
-                () -> agent.read(agent.open(f), 0, 1000).get(10, TimeUnit.SECONDS));
+                () -> agent.stage(agent.open(f), 0, 1000).get(10, TimeUnit.SECONDS));
         assertEquals(StoreException.Kind.CHANGED, assertInstanceOf(StoreException.class, e.getCause()).kind());
         assertTrue(index.freeBytes() == index.capacityBytes(), "the failed fetch returned its pages");
     }
@@ -160,7 +160,7 @@ class AgentTest {
         Node.File f = file("gone", 14);
         s3.delete("data", "gone");
         ExecutionException e = assertThrows(ExecutionException.class,
-                () -> agent.read(agent.open(f), 0, 1000).get(10, TimeUnit.SECONDS));
+                () -> agent.stage(agent.open(f), 0, 1000).get(10, TimeUnit.SECONDS));
         assertEquals(io.os2g.Errno.EIO, assertInstanceOf(AgentException.class, e.getCause()).errno());
     }
 
@@ -170,13 +170,13 @@ class AgentTest {
         Node.File f = file("obj", 15);
         s3.delete("data", "obj");
         long h = agent.open(f);
-        assertThrows(ExecutionException.class, () -> agent.read(h, 0, 1000).get(10, TimeUnit.SECONDS));
+        assertThrows(ExecutionException.class, () -> agent.stage(h, 0, 1000).get(10, TimeUnit.SECONDS));
         long gets = store.getCount();
         s3.put("data", "obj", S3Fixture.bytes(1000, 1)); // same bytes, same ETag: the version the handle pinned
-        assertThrows(ExecutionException.class, () -> agent.read(h, 0, 1000).get(10, TimeUnit.SECONDS));
+        assertThrows(ExecutionException.class, () -> agent.stage(h, 0, 1000).get(10, TimeUnit.SECONDS));
         assertEquals(gets, store.getCount(), "the kernel's immediate second ask costs no GET and no deadline");
         Thread.sleep(ChunkFetcher.FAILURE_MEMORY.toMillis() + 100);
-        agent.read(h, 0, 1000).get(10, TimeUnit.SECONDS);
+        agent.stage(h, 0, 1000).get(10, TimeUnit.SECONDS);
         assertArrayEquals(S3Fixture.bytes(1000, 1), staged(f, 0));
     }
 
@@ -212,7 +212,7 @@ class AgentTest {
         Node.File big = file("big", 99);
         long h = agent.open(big);
         for (int c = 0; c < 48; c++) {
-            agent.read(h, (long) c * CHUNK, CHUNK).get(10, TimeUnit.SECONDS);
+            agent.stage(h, (long) c * CHUNK, CHUNK).get(10, TimeUnit.SECONDS);
         }
         agent.release(h);
         assertTrue(index.evictions() > 0, "the region filled");

@@ -75,7 +75,7 @@ class DecompressedStoreTest {
 
     private static byte[] read(DecompressedStore store, ObjectSummary file, long offset, int length) {
         byte[] got = new byte[length];
-        store.read(file.key(), offset, length, file.etag(), in -> {
+        store.get(file.key(), offset, length, file.etag(), in -> {
             if (in.readNBytes(got, 0, length) != length) {
                 throw new java.io.EOFException();
             }
@@ -188,13 +188,13 @@ class DecompressedStoreTest {
             try (Agent agent = new Agent(store, index, new AgentConfig(1 << 20, 64 * 1024, 256L << 20, 8, 0), namespace)) {
                 ObjectSummary bad = listed.get("v/bad");
                 long h = agent.open(1, bad.key(), bad.etag(), bad.size());
-                var failed = assertThrows(java.util.concurrent.ExecutionException.class, () -> agent.read(h, 0, 4096).get(10, TimeUnit.SECONDS));
+                var failed = assertThrows(java.util.concurrent.ExecutionException.class, () -> agent.stage(h, 0, 4096).get(10, TimeUnit.SECONDS));
                 assertTrue(failed.getCause() instanceof StoreException se && se.kind() == StoreException.Kind.PROTOCOL, failed.toString());
                 assertEquals(null, index.view().acquire(new io.os2g.staging.ChunkKey(1, 0), bad.etag(), 1),
                         "none of a stream that fails its check is readable, not even its first bytes");
                 ObjectSummary good = listed.get("v/good");
                 long g = agent.open(2, good.key(), good.etag(), good.size());
-                agent.read(g, 0, 4096).get(10, TimeUnit.SECONDS);
+                agent.stage(g, 0, 4096).get(10, TimeUnit.SECONDS);
                 var chunk = index.view().acquire(new io.os2g.staging.ChunkKey(2, 0), good.etag());
                 assertTrue(chunk != null, "read whole");
                 index.view().release(chunk);

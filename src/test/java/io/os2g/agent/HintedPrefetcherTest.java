@@ -119,7 +119,7 @@ class HintedPrefetcherTest {
 
         // another reader streams 3x the region through the agent: it evicts, but not the hinted files
         for (Node.File other : files("other", 24, CHUNK)) {
-            agent.read(agent.open(other.inode(), other.key(), other.etag(), other.size()), 0, CHUNK).get();
+            agent.stage(agent.open(other.inode(), other.key(), other.etag(), other.size()), 0, CHUNK).get();
         }
         assertTrue(index.evictions() > 0, "the region was under pressure");
         for (Node.File f : hinted) {

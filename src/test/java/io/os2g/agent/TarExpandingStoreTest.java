@@ -57,7 +57,7 @@ class TarExpandingStoreTest {
 
     private static byte[] read(TarExpandingStore store, ObjectSummary object, long offset, int length) {
         byte[] got = new byte[length];
-        store.read(object.key(), offset, length, object.etag(), in -> in.readNBytes(got, 0, length));
+        store.get(object.key(), offset, length, object.etag(), in -> in.readNBytes(got, 0, length));
         return got;
     }
 

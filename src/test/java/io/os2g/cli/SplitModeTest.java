@@ -110,7 +110,7 @@ class SplitModeTest {
             var big = link.list("dir/").objects().getFirst();
             long inode = new InodeTable().inodeOf(big.key());
             long handle = link.open(new OpenRequest(inode, big.key(), big.etag(), big.size()));
-            link.read(new ReadRequest(handle, 0, body.length)).get(10, TimeUnit.SECONDS);
+            link.stage(new ReadRequest(handle, 0, body.length)).get(10, TimeUnit.SECONDS);
             byte[] got = new byte[body.length];
             for (int c = 0; c < 4; c++) {
                 byte[] chunk = readStaged(link.staging(), inode, c, big.etag());
@@ -235,13 +235,13 @@ class SplitModeTest {
             var a = link.list("").objects().getFirst();
             long inode = new InodeTable().inodeOf(a.key());
             long handle = link.open(new OpenRequest(inode, a.key(), a.etag(), a.size()));
-            link.read(new ReadRequest(handle, 0, 10)).get(10, TimeUnit.SECONDS);
+            link.stage(new ReadRequest(handle, 0, 10)).get(10, TimeUnit.SECONDS);
 
             server.close(); // as if killed: the socket closes under the link
             long t0 = System.nanoTime();
             ExecutionException e = assertThrows(ExecutionException.class, () -> {
                 for (int i = 0; i < 100; i++) { // until the link has noticed the hang-up
-                    link.read(new ReadRequest(handle, 0, 10)).get(10, TimeUnit.SECONDS);
+                    link.stage(new ReadRequest(handle, 0, 10)).get(10, TimeUnit.SECONDS);
                     Thread.sleep(20);
                 }
             });
@@ -253,7 +253,7 @@ class SplitModeTest {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (true) {
                 try {
-                    link.read(new ReadRequest(handle, 0, body.length)).get(10, TimeUnit.SECONDS);
+                    link.stage(new ReadRequest(handle, 0, body.length)).get(10, TimeUnit.SECONDS);
                     break;
                 } catch (ExecutionException notYet) {
                     assertTrue(System.nanoTime() < deadline, "the link did not come back: " + notYet.getCause());

@@ -8,7 +8,7 @@ import io.os2g.link.AgentLink;
 import io.os2g.link.OpenRequest;
 import io.os2g.link.PrefetchRequest;
 import io.os2g.link.ReadRequest;
-import io.os2g.metrics.ReadMetrics;
+import io.os2g.metrics.ShimMetrics;
 import io.os2g.namespace.Namespace;
 import io.os2g.staging.StagingView;
 import io.os2g.support.ReferenceStore;
@@ -28,7 +28,7 @@ class HintWriterTest {
     private final ReferenceStore store = new ReferenceStore()
             .put("train/cat/1.jpg", 10).put("train/cat/2.jpg", 20).put("train/dog/3.jpg", 30).put("top.bin", 5);
     private final Namespace namespace = new Namespace(store, "", Duration.ofMinutes(5));
-    private final ReadMetrics metrics = new ReadMetrics();
+    private final ShimMetrics metrics = new ShimMetrics();
     private final List<PrefetchRequest> sent = new ArrayList<>();
 
     private final AgentLink link = new AgentLink() {
@@ -38,7 +38,7 @@ class HintWriterTest {
         }
 
         @Override
-        public CompletableFuture<Void> read(ReadRequest request) {
+        public CompletableFuture<Void> stage(ReadRequest request) {
             throw new UnsupportedOperationException();
         }
 

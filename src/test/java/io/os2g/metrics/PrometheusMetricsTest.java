@@ -33,7 +33,7 @@ class PrometheusMetricsTest {
 
     @Test
     void aMountExposesWhatItServedErrorsByErrnoAndItsAgentSide() throws Exception {
-        ReadMetrics shim = new ReadMetrics();
+        ShimMetrics shim = new ShimMetrics();
         shim.served(1000);
         shim.served(24);
         shim.hit();
@@ -92,7 +92,7 @@ class PrometheusMetricsTest {
 
     @Test
     void aShimInSplitModeExposesOnlyItsOwnSide() throws Exception {
-        MetricsScrape s = scrape(PrometheusMetrics.forMount(new ReadMetrics(), null, null));
+        MetricsScrape s = scrape(PrometheusMetrics.forMount(new ShimMetrics(), null, null));
         assertEquals(0, s.value("os2g_bytes_served_total"));
         assertFalse(s.samples().keySet().stream().anyMatch(k -> k.startsWith("os2g_gets")), "GETs are the agent's to expose");
     }

@@ -80,7 +80,7 @@ class MinioObjectStoreTest {
         try (MinioObjectStore store = s3.store("data")) {
             String etag = store.list("").objects().getFirst().etag();
             byte[] got = new byte[1000];
-            store.read("obj", 123_456, 1000, etag, in -> assertEquals(1000, in.readNBytes(got, 0, 1000)));
+            store.get("obj", 123_456, 1000, etag, in -> assertEquals(1000, in.readNBytes(got, 0, 1000)));
             byte[] expected = new byte[1000];
             System.arraycopy(body, 123_456, expected, 0, 1000);
             assertArrayEquals(expected, got);
@@ -98,7 +98,7 @@ class MinioObjectStoreTest {
             for (long[] range : ranges) {
                 int length = (int) range[1];
                 byte[] got = new byte[length];
-                store.read("big", range[0], length, etag, in -> assertEquals(length, in.readNBytes(got, 0, length)));
+                store.get("big", range[0], length, etag, in -> assertEquals(length, in.readNBytes(got, 0, length)));
                 byte[] expected = new byte[length];
                 System.arraycopy(body, (int) range[0], expected, 0, length);
                 assertArrayEquals(expected, got, "range " + range[0] + " +" + length);
@@ -112,7 +112,7 @@ class MinioObjectStoreTest {
         try (MinioObjectStore store = s3.store("data")) {
             String etag = store.list("").objects().getFirst().etag();
             s3.put("data", "obj", S3Fixture.bytes(1000, 2));
-            StoreException e = assertThrows(StoreException.class, () -> store.read("obj", 0, 10, etag, in -> in.readAllBytes()));
+            StoreException e = assertThrows(StoreException.class, () -> store.get("obj", 0, 10, etag, in -> in.readAllBytes()));
             assertEquals(StoreException.Kind.CHANGED, e.kind());
             assertEquals(Errno.EIO, e.errno());
         }
@@ -121,7 +121,7 @@ class MinioObjectStoreTest {
     @Test
     void aMissingKeyIsEnoent() {
         try (MinioObjectStore store = s3.store("data")) {
-            StoreException e = assertThrows(StoreException.class, () -> store.read("nope", 0, 1, "x", in -> in.readAllBytes()));
+            StoreException e = assertThrows(StoreException.class, () -> store.get("nope", 0, 1, "x", in -> in.readAllBytes()));
             assertEquals(Errno.ENOENT, e.errno());
         }
     }
@@ -150,7 +150,7 @@ class MinioObjectStoreTest {
                 Credentials.anonymous(), false, new RetryPolicy(3, Duration.ofMillis(10), Duration.ofMillis(50), Duration.ofSeconds(2)), 4, Tls.SYSTEM);
         try (MinioObjectStore store = new MinioObjectStore(config)) {
             long t0 = System.nanoTime();
-            StoreException e = assertThrows(StoreException.class, () -> store.read("k", 0, 1, "e", in -> in.readAllBytes()));
+            StoreException e = assertThrows(StoreException.class, () -> store.get("k", 0, 1, "e", in -> in.readAllBytes()));
             assertEquals(StoreException.Kind.UNREACHABLE, e.kind());
             assertEquals(2, store.retryCount());
             assertTrue(Duration.ofNanos(System.nanoTime() - t0).compareTo(config.retry().deadline()) < 0);

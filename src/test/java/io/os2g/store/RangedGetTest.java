@@ -50,7 +50,7 @@ class RangedGetTest {
             for (int i = 0; i < keys.size(); i++) {
                 byte[] expected = S3Fixture.bytes(70_000, i);
                 byte[] got = new byte[50_000];
-                store.read(keys.get(i), 10_000, got.length, "", in -> in.readNBytes(got, 0, got.length));
+                store.get(keys.get(i), 10_000, got.length, "", in -> in.readNBytes(got, 0, got.length));
                 assertArrayEquals(java.util.Arrays.copyOfRange(expected, 10_000, 60_000), got, keys.get(i));
             }
         }
@@ -60,11 +60,11 @@ class RangedGetTest {
     void aServerThatIgnoresRangeIsRefusedNotReadFromTheWrongOffset() throws Exception {
         AtomicInteger requests = new AtomicInteger();
         try (MinioObjectStore store = storeAnswering(200, "0123456789".getBytes(StandardCharsets.US_ASCII), null, requests)) {
-            StoreException e = assertThrows(StoreException.class, () -> store.read("k", 4, 3, "", in -> in.readNBytes(3)));
+            StoreException e = assertThrows(StoreException.class, () -> store.get("k", 4, 3, "", in -> in.readNBytes(3)));
             assertEquals(StoreException.Kind.PROTOCOL, e.kind());
             assertEquals(1, requests.get(), "not retried: asking again gets the same answer");
             byte[] first = new byte[3];
-            store.read("k", 0, 3, "", in -> in.readNBytes(first, 0, 3));
+            store.get("k", 0, 3, "", in -> in.readNBytes(first, 0, 3));
             assertArrayEquals("012".getBytes(StandardCharsets.US_ASCII), first, "a whole body is right from offset 0");
         }
     }
@@ -72,7 +72,7 @@ class RangedGetTest {
     @Test
     void aContentRangeThatIsNotTheOneAskedForIsRefused() throws Exception {
         try (MinioObjectStore store = storeAnswering(206, "456".getBytes(StandardCharsets.US_ASCII), "bytes 3-5/10", new AtomicInteger())) {
-            StoreException e = assertThrows(StoreException.class, () -> store.read("k", 4, 3, "", in -> in.readNBytes(3)));
+            StoreException e = assertThrows(StoreException.class, () -> store.get("k", 4, 3, "", in -> in.readNBytes(3)));
             assertEquals(StoreException.Kind.PROTOCOL, e.kind());
         }
     }
@@ -81,7 +81,7 @@ class RangedGetTest {
     void a206WithoutContentRangeIsRefused() throws Exception {
         // nothing says which bytes it holds: never handed to a reader as the range asked for
         try (MinioObjectStore store = storeAnswering(206, "0123".getBytes(StandardCharsets.US_ASCII), null, new AtomicInteger())) {
-            StoreException e = assertThrows(StoreException.class, () -> store.read("k", 0, 4, "", in -> in.readNBytes(4)));
+            StoreException e = assertThrows(StoreException.class, () -> store.get("k", 0, 4, "", in -> in.readNBytes(4)));
             assertEquals(StoreException.Kind.PROTOCOL, e.kind());
             assertTrue(e.getMessage().contains("without Content-Range"), e.getMessage());
         }
@@ -92,7 +92,7 @@ class RangedGetTest {
         AtomicInteger requests = new AtomicInteger();
         byte[] page = "<html><body>502 Bad Gateway</body></html>".getBytes(StandardCharsets.US_ASCII);
         try (MinioObjectStore store = storeAnswering(502, page, null, requests)) {
-            StoreException e = assertThrows(StoreException.class, () -> store.read("k", 0, 3, "", in -> in.readNBytes(3)));
+            StoreException e = assertThrows(StoreException.class, () -> store.get("k", 0, 3, "", in -> in.readNBytes(3)));
             assertEquals(StoreException.Kind.UNAVAILABLE, e.kind());
             assertEquals(3, requests.get());
         }
@@ -122,7 +122,7 @@ class RangedGetTest {
                 "us-east-1", true, "data", new Credentials("id", "secret", null), false, retry, 4, Tls.SYSTEM);
         try (MinioObjectStore store = new MinioObjectStore(config)) {
             long t0 = System.nanoTime();
-            assertThrows(StoreException.class, () -> store.read("k", 0, 1000, "", in -> in.readNBytes(1000)));
+            assertThrows(StoreException.class, () -> store.get("k", 0, 1000, "", in -> in.readNBytes(1000)));
             // each attempt ends at its call deadline (the server never finishes): no hang
             assertTrue(Duration.ofNanos(System.nanoTime() - t0).compareTo(retry.deadline().plusSeconds(2)) < 0);
         } finally {

@@ -67,7 +67,7 @@ public final class ReferenceStore implements ObjectStore {
     }
 
     @Override
-    public void read(String key, long offset, long length, String etag, BodyReader reader) {
+    public void get(String key, long offset, long length, String etag, BodyReader reader) {
         byte[] body;
         synchronized (this) {
             gets.incrementAndGet();

@@ -25,8 +25,9 @@ import okhttp3.HttpUrl;
 import okhttp3.Request;
 
 /**
- * Ranged GETs over plain HTTP/1.1 on connections of its own, whose bodies the caller reads from the
- * socket itself (and the PUTs of uploads, whose bodies the caller writes to it: from staging, sendfile) ({@link Body} is a {@link ReadableByteChannel} too): the agent reads a chunk into
+ * os2g's own HTTP/1.1 client for plain {@code http://} endpoints, on connections of its own: ranged
+ * GETs whose bodies the caller reads from the socket itself ({@link Body} is a {@link ReadableByteChannel}
+ * too), and the PUTs of uploads, whose bodies the caller writes to it (from staging, sendfile). The agent reads a chunk into
  * native memory and pwrites it into staging, where OkHttp's stream copies every byte three more times
  * in Java (its socket buffer, okio's segments, the caller's array): an agent on few cores is limited by
  * its CPU per byte (docs/PERFORMANCE.md).
@@ -37,7 +38,7 @@ import okhttp3.Request;
  * was read to the end and the server did not ask to close it; one that the server closed while it sat
  * idle is replaced once, at no retry's cost.
  */
-final class SocketGet implements AutoCloseable {
+final class SocketHttp implements AutoCloseable {
 
     /** Head of an answer, and the buffer a body is read through by an InputStream reader. */
     private static final int BUFFER = 64 * 1024;
@@ -52,11 +53,11 @@ final class SocketGet implements AutoCloseable {
     /** Connections to the one endpoint a store reads. */
     private final ConcurrentLinkedDeque<Connection> idle = new ConcurrentLinkedDeque<>();
 
-    SocketGet(Duration connectTimeout, Duration callTimeout, int maxIdle) {
+    SocketHttp(Duration connectTimeout, Duration callTimeout, int maxIdle) {
         this(connectTimeout, callTimeout, maxIdle, Resolver.SYSTEM);
     }
 
-    SocketGet(Duration connectTimeout, Duration callTimeout, int maxIdle, Resolver resolver) {
+    SocketHttp(Duration connectTimeout, Duration callTimeout, int maxIdle, Resolver resolver) {
         this.resolver = resolver;
         this.connectTimeout = connectTimeout;
         this.callTimeout = callTimeout;
@@ -82,7 +83,7 @@ final class SocketGet implements AutoCloseable {
      * {@link StoreException} for an answer that is not the range asked for or an error status, and
      * {@link IOException} for a transport failure (an {@link InterruptedIOException} at the deadline).
      */
-    void read(Request request, long offset, long length, String what, ObjectStore.BodyReader reader) throws IOException {
+    void get(Request request, long offset, long length, String what, ObjectStore.BodyReader reader) throws IOException {
         if (!request.url().scheme().equals("http")) {
             throw new IllegalArgumentException("plain HTTP only: " + request.url());
         }

@@ -31,7 +31,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /** GETs on plain HTTP whose bodies are read from the socket: bytes, kept connections, answers it leaves to OkHttp. */
 @Tag("s3")
 @Timeout(60)
-class SocketGetTest {
+class SocketHttpTest {
 
     @RegisterExtension
     final S3ProxyExtension proxy = S3Fixture.newProxy();
@@ -144,14 +144,14 @@ class SocketGetTest {
     void anAnswerOfAnotherVersionOrOfNoneNamedIsRefusedNotRetried() throws Exception {
         scripted = new ScriptedServer(request -> ScriptedServer.partialOf(request, "b", "ETag: \"other\"\r\n"), 0);
         try (MinioObjectStore store = scripted.store()) {
-            StoreException changed = assertThrows(StoreException.class, () -> store.read("k", 7, 1, "0123abcd", in -> in.readNBytes(1)));
+            StoreException changed = assertThrows(StoreException.class, () -> store.get("k", 7, 1, "0123abcd", in -> in.readNBytes(1)));
             assertEquals(StoreException.Kind.CHANGED, changed.kind(), changed.getMessage());
             assertEquals(0, store.retryCount());
         }
         scripted.close();
         scripted = new ScriptedServer(request -> ScriptedServer.partialOf(request, "b", ""), 0);
         try (MinioObjectStore store = scripted.store()) {
-            StoreException none = assertThrows(StoreException.class, () -> store.read("k", 7, 1, "0123abcd", in -> in.readNBytes(1)));
+            StoreException none = assertThrows(StoreException.class, () -> store.get("k", 7, 1, "0123abcd", in -> in.readNBytes(1)));
             assertEquals(StoreException.Kind.PROTOCOL, none.kind(), none.getMessage());
         }
     }
@@ -161,7 +161,7 @@ class SocketGetTest {
         scripted = new ScriptedServer(request -> ScriptedServer.partial(request, "b"), 0);
         try (MinioObjectStore store = scripted.store()) {
             byte[] got = new byte[1];
-            store.read("dir/a b.bin", 7, 1, "0123abcd", in -> in.readNBytes(got, 0, 1));
+            store.get("dir/a b.bin", 7, 1, "0123abcd", in -> in.readNBytes(got, 0, 1));
             String head = scripted.lastRequest;
             assertEquals("GET /data/dir/a%20b.bin HTTP/1.1", head.lines().findFirst().orElseThrow());
             assertEquals(java.util.List.of("Accept-Encoding: identity", "Range: bytes=7-7", "If-Match: \"0123abcd\"",
@@ -198,11 +198,11 @@ class SocketGetTest {
         scripted = new ScriptedServer(request -> ScriptedServer.partial(request, "next"), 0);
         java.net.InetAddress refusing = java.net.InetAddress.getByAddress("store.test", new byte[] {127, 0, 0, 2});
         java.net.InetAddress listening = java.net.InetAddress.getByAddress("store.test", new byte[] {127, 0, 0, 1});
-        try (SocketGet get = new SocketGet(Duration.ofSeconds(2), Duration.ofSeconds(5), 2, host -> new java.net.InetAddress[] {refusing, listening})) {
+        try (SocketHttp get = new SocketHttp(Duration.ofSeconds(2), Duration.ofSeconds(5), 2, host -> new java.net.InetAddress[] {refusing, listening})) {
             okhttp3.Request request = new okhttp3.Request.Builder().url("http://store.test:" + scripted.port() + "/data/k")
                     .header("Range", "bytes=0-3").build();
             byte[] got = new byte[4];
-            get.read(request, 0, 4, "k", in -> in.readNBytes(got, 0, 4));
+            get.get(request, 0, 4, "k", in -> in.readNBytes(got, 0, 4));
             assertArrayEquals("next".getBytes(StandardCharsets.US_ASCII), got);
         }
     }
@@ -214,7 +214,7 @@ class SocketGetTest {
 
     private static byte[] readAsChannel(MinioObjectStore store, String key, long offset, int length) {
         ByteBuffer got = ByteBuffer.allocateDirect(length);
-        store.read(key, offset, length, "", in -> {
+        store.get(key, offset, length, "", in -> {
             ReadableByteChannel channel = assertInstanceOf(ReadableByteChannel.class, in, "a body read from the socket");
             got.clear();
             while (got.hasRemaining() && channel.read(got) >= 0) {
@@ -229,7 +229,7 @@ class SocketGetTest {
 
     private static byte[] readAsStream(MinioObjectStore store, String key, long offset, int length) {
         byte[] got = new byte[length];
-        store.read(key, offset, length, "", in -> {
+        store.get(key, offset, length, "", in -> {
             assertEquals(length, in.readNBytes(got, 0, length));
             assertEquals(-1, in.read(), "nothing past the range");
         });

@@ -7,7 +7,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
 /** The shim's counters of reads and writes; cheap to bump from many FUSE threads at once. */
-public final class ReadMetrics {
+public final class ShimMetrics {
     private final LongAdder bytesServed = new LongAdder();
     private final LongAdder bytesSpliced = new LongAdder();
     private final LongAdder bytesAnsweredByAgent = new LongAdder();
