@@ -1,5 +1,6 @@
 package io.os2g.agent;
 
+import com.github.benmanes.caffeine.cache.Ticker;
 import io.os2g.Errno;
 import io.os2g.diskcache.BlockKey;
 import io.os2g.diskcache.DiskCache;
@@ -63,11 +64,17 @@ public final class Agent implements AutoCloseable {
      * @param cacheScope the store and bucket the cache's keys name (endpoint and bucket)
      */
     public Agent(ObjectStore store, ExtentIndex index, AgentConfig config, Namespace namespace, DiskCache cache, String cacheScope) {
+        this(store, index, config, namespace, cache, cacheScope, Ticker.systemTicker());
+    }
+
+    /** @param clock what time-bound memories (a failed fetch's) are measured by; tests move it on */
+    Agent(ObjectStore store, ExtentIndex index, AgentConfig config, Namespace namespace, DiskCache cache, String cacheScope,
+          Ticker clock) {
         this.config = config;
         this.layout = new ChunkLayout(config.chunkSize());
         this.cache = cache;
         this.cacheScope = cacheScope;
-        this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight(), cache, cacheScope);
+        this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight(), cache, cacheScope, clock);
         this.maxReadahead = Math.max(config.initialReadahead(), Math.min(config.maxReadahead(), index.capacityBytes() / 4));
         this.prefetcher = new DirectoryPrefetcher(namespace, fetcher, placements(store),
                 index, config.chunkSize(), config.directoryPrefetch());

@@ -2,6 +2,7 @@ package io.os2g.agent;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.Ticker;
 import io.os2g.Errno;
 import io.os2g.namespace.Node;
 import io.os2g.staging.ChunkKey;
@@ -60,10 +61,7 @@ final class ChunkFetcher implements AutoCloseable {
     private final LongAdder failures = new LongAdder();
     /** How long a whole chunk takes from the store, moving average (0 until one did); for readahead windows. */
     private volatile long chunkFetchNanos;
-    private final Cache<Version, Throwable> recentFailures = Caffeine.newBuilder()
-            .expireAfterWrite(FAILURE_MEMORY)
-            .maximumSize(4096)
-            .build();
+    private final Cache<Version, Throwable> recentFailures;
 
     /** The disk tier below staging, or null; and the store and bucket its keys name. */
     private final DiskCache cache;
@@ -80,7 +78,10 @@ final class ChunkFetcher implements AutoCloseable {
      */
     static final int FILLS_IN_FLIGHT = 8;
 
-    ChunkFetcher(ObjectStore store, ExtentIndex index, ChunkLayout layout, int maxInFlight, DiskCache cache, String cacheScope) {
+    /** @param clock what {@link #FAILURE_MEMORY} is measured by (tests move it on) */
+    ChunkFetcher(ObjectStore store, ExtentIndex index, ChunkLayout layout, int maxInFlight, DiskCache cache, String cacheScope,
+                 Ticker clock) {
+        this.recentFailures = Caffeine.newBuilder().expireAfterWrite(FAILURE_MEMORY).maximumSize(4096).ticker(clock).build();
         this.store = store;
         this.index = index;
         this.layout = layout;

@@ -42,6 +42,9 @@ import org.junit.jupiter.api.io.TempDir;
 @Tag("unit")
 class AgentFirstBytesTest {
 
+    /** The agent's clock for what it remembers for a while: moved on by the tests, not slept through. */
+    private final java.util.concurrent.atomic.AtomicLong clock = new java.util.concurrent.atomic.AtomicLong(System.nanoTime());
+
     private static final int CHUNK = 1 << 20;
 
     @TempDir
@@ -52,6 +55,7 @@ class AgentFirstBytesTest {
     private volatile int pauseAfter = -1;
     private volatile int cutAfter = -1;
     private final CountDownLatch rest = new CountDownLatch(1);
+    private final CountDownLatch paused = new CountDownLatch(1);
     private final AtomicInteger gets = new AtomicInteger();
     private StagingRegion region;
     private ExtentIndex index;
@@ -73,7 +77,7 @@ class AgentFirstBytesTest {
                 if (cutAfter >= 0) {
                     reader.read(new ByteArrayInputStream(bytes, 0, cutAfter));
                 } else if (pauseAfter >= 0) {
-                    reader.read(new PausingBody(bytes, pauseAfter, rest));
+                    reader.read(new PausingBody(bytes, pauseAfter, rest, paused));
                 } else {
                     reader.read(new ByteArrayInputStream(bytes));
                 }
@@ -100,7 +104,7 @@ class AgentFirstBytesTest {
         index = new ExtentIndex(region, CHUNK);
         namespace = new Namespace(store, "", Duration.ofMinutes(5));
         // no readahead beyond the chunk read: one GET per test
-        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 64 * 1024, 8, 0), namespace);
+        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 64 * 1024, 8, 0), namespace, null, null, clock::get);
     }
 
     @AfterEach
@@ -139,7 +143,7 @@ class AgentFirstBytesTest {
         CompletableFuture<Void> further = agent.stage(h, 300_000, 4096);
         CompletableFuture<Void> sameBytesAgain = agent.stage(agent.open(f), 100, 4096);
         sameBytesAgain.get(5, TimeUnit.SECONDS);
-        Thread.sleep(50);
+        assertTrue(paused.await(5, TimeUnit.SECONDS), "the fetch has staged all the bytes that came and waits for more");
         assertFalse(further.isDone(), "bytes that have not arrived are waited for");
         assertNull(index.view().acquire(new ChunkKey(f.inode(), 0), f.etag()), "not staged whole yet");
         rest.countDown();
@@ -167,7 +171,7 @@ class AgentFirstBytesTest {
         assertEquals(0, index.inFlightBytes());
         assertEquals(0, index.pinnedChunks());
         cutAfter = -1;
-        Thread.sleep(ChunkFetcher.FAILURE_MEMORY.toMillis() + 100);
+        clock.addAndGet(ChunkFetcher.FAILURE_MEMORY.toNanos() + 1); // the failure is forgotten
         agent.stage(h, 500_000, 4096).get(5, TimeUnit.SECONDS);
         assertArrayEquals(Arrays.copyOfRange(body, 500_000, 504_096), read(f, 0, 500_000, 4096));
     }

@@ -38,6 +38,9 @@ import org.junit.jupiter.api.io.TempDir;
 @Tag("s3")
 class AgentTest {
 
+    /** The agent's clock for what it remembers for a while: moved on by the tests, not slept through. */
+    private final java.util.concurrent.atomic.AtomicLong clock = new java.util.concurrent.atomic.AtomicLong(System.nanoTime());
+
     private static final int CHUNK = 256 * 1024;
 
     @RegisterExtension
@@ -60,7 +63,7 @@ class AgentTest {
         region = StagingRegion.create(StagingConfig.of(tmp.resolve("staging"), 8L << 20, Duration.ofSeconds(5)));
         index = new ExtentIndex(region, CHUNK);
         namespace = new Namespace(store, "", Duration.ofMinutes(5));
-        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 0), namespace);
+        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 0), namespace, null, null, clock::get);
     }
 
     @AfterEach
@@ -175,7 +178,7 @@ class AgentTest {
         s3.put("data", "obj", S3Fixture.bytes(1000, 1)); // same bytes, same ETag: the version the handle pinned
         assertThrows(ExecutionException.class, () -> agent.stage(h, 0, 1000).get(10, TimeUnit.SECONDS));
         assertEquals(gets, store.getCount(), "the kernel's immediate second ask costs no GET and no deadline");
-        Thread.sleep(ChunkFetcher.FAILURE_MEMORY.toMillis() + 100);
+        clock.addAndGet(ChunkFetcher.FAILURE_MEMORY.toNanos() + 1); // the failure is forgotten
         agent.stage(h, 0, 1000).get(10, TimeUnit.SECONDS);
         assertArrayEquals(S3Fixture.bytes(1000, 1), staged(f, 0));
     }
@@ -185,8 +188,7 @@ class AgentTest {
         List<Node.File> files = imagesWithADirectoryPrefetchOf4();
 
         agent.release(agent.open(files.get(7)));
-        Thread.sleep(200);
-        assertEquals(0, agent.prefetchedFiles(), "one open is not a scan");
+        assertEquals(0, agent.prefetchedFiles(), "one open is not a scan"); // decided within the open
 
         agent.release(agent.open(files.get(3)));
         awaitStaged(files.subList(0, 3));

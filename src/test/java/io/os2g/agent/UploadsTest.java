@@ -238,11 +238,10 @@ class UploadsTest {
                 failure.set(t);
             }
         });
-        Thread.sleep(500);
+        awaitWaiting(writer);
         int reached = handedOut.get();
         // the parts in staging (in upload slots or waiting for one): two here, and the one being filled
         assertTrue(reached <= Uploads.PARTS_IN_FLIGHT + 3, "held back at part " + reached);
-        Thread.sleep(300);
         assertEquals(reached, handedOut.get(), "no further while the store takes nothing");
 
         store.partsTaken.release(1_000_000); // the store takes parts again: the writer goes on
@@ -341,5 +340,15 @@ class UploadsTest {
         assertTrue(store.objects.containsKey("data/old.bin") && store.objects.containsKey("other/secret"));
         assertEquals(Errno.EROFS, assertThrows(AgentException.class,
                 () -> new Uploads(store, index, Duration.ofSeconds(5), "", AgentPolicy.of(false, false, false)).begin("x")).errno());
+    }
+
+    /** Until {@code writer} waits inside {@code nextPart}: for room in staging. */
+    private static void awaitWaiting(Thread writer) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (writer.getState() != Thread.State.WAITING && writer.getState() != Thread.State.TIMED_WAITING
+                || java.util.Arrays.stream(writer.getStackTrace()).noneMatch(f -> f.getMethodName().equals("nextPart"))) {
+            assertTrue(System.nanoTime() < deadline, "the writer is never held back: " + writer.getState());
+            Thread.sleep(1);
+        }
     }
 }

@@ -14,12 +14,19 @@ public final class PausingBody extends InputStream {
     private final byte[] body;
     private final int first;
     private final CountDownLatch rest;
+    private final CountDownLatch paused;
     private int at;
 
     public PausingBody(byte[] body, int first, CountDownLatch rest) {
+        this(body, first, rest, new CountDownLatch(1));
+    }
+
+    /** @param paused counted down once the reader has had the first bytes and asks for more: all it got is handled */
+    public PausingBody(byte[] body, int first, CountDownLatch rest, CountDownLatch paused) {
         this.body = body;
         this.first = first;
         this.rest = rest;
+        this.paused = paused;
     }
 
     @Override
@@ -34,6 +41,7 @@ public final class PausingBody extends InputStream {
             return -1;
         }
         if (at == first) {
+            paused.countDown();
             try {
                 rest.await();
             } catch (InterruptedException e) {
