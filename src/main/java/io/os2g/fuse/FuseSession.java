@@ -1,5 +1,25 @@
 package io.os2g.fuse;
 
+import io.os2g.fuse.FuseAbi.Attr;
+import io.os2g.fuse.FuseAbi.AttrOut;
+import io.os2g.fuse.FuseAbi.CreateIn;
+import io.os2g.fuse.FuseAbi.Dirent;
+import io.os2g.fuse.FuseAbi.EntryOut;
+import io.os2g.fuse.FuseAbi.ForgetIn;
+import io.os2g.fuse.FuseAbi.GetattrIn;
+import io.os2g.fuse.FuseAbi.HandleIn;
+import io.os2g.fuse.FuseAbi.InHeader;
+import io.os2g.fuse.FuseAbi.MkdirIn;
+import io.os2g.fuse.FuseAbi.OpenIn;
+import io.os2g.fuse.FuseAbi.OpenOut;
+import io.os2g.fuse.FuseAbi.OutHeader;
+import io.os2g.fuse.FuseAbi.ReadIn;
+import io.os2g.fuse.FuseAbi.RenameIn;
+import io.os2g.fuse.FuseAbi.SetattrIn;
+import io.os2g.fuse.FuseAbi.SmallIn;
+import io.os2g.fuse.FuseAbi.StatfsOut;
+import io.os2g.fuse.FuseAbi.WriteIn;
+import io.os2g.fuse.FuseAbi.WriteOut;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -10,14 +30,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Serves one mount's /dev/fuse: threads that read a request each, call the {@link FuseFileSystem} and
- * write the reply. The kernel protocol, not libfuse: structs are read and written at the offsets of
- * {@code include/uapi/linux/fuse.h}, which has the same layout on every architecture (fixed-width
- * fields, 64-bit aligned). INIT is negotiated by protocol minor ({@link Negotiation}); a READ the
- * kernel interrupts is answered EINTR; an opcode os2g does not serve ENOSYS.
+ * write the reply. The kernel protocol, not libfuse: structs are read and written by the named
+ * fields of {@link FuseAbi}, the layouts of {@code include/uapi/linux/fuse.h}. INIT is negotiated by
+ * protocol minor ({@link Negotiation}); a READ the kernel interrupts is answered EINTR; an opcode os2g
+ * does not serve ENOSYS.
  *
- * <p>Threads: {@code threads} serve at first; whenever none is left reading /dev/fuse (all wait on
- * reads of a slow store), one more starts, up to {@code threads} + the kernel's background limit, so
- * that an INTERRUPT or a request for staged bytes is always read.
+ * <p>Threads ({@link FuseWorkers}): {@code threads} at first, up to {@code threads} + the kernel's
+ * background limit.
  */
 public final class FuseSession implements AutoCloseable {
 
@@ -37,10 +56,6 @@ public final class FuseSession implements AutoCloseable {
 
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
-    private static final int IN_HEADER = 40;
-    private static final int ATTR = 88;
-    /** The largest request: a 1 MiB write plus its header, the kernel's minimum for a read buffer. */
-    private static final int BUFFER = (1 << 20) + 4096;
     /** How long {@link #awaitInit} waits: the kernel sends INIT as the mount is made. */
     private static final java.time.Duration INIT_WAIT = java.time.Duration.ofSeconds(30);
 
@@ -65,11 +80,7 @@ public final class FuseSession implements AutoCloseable {
     private final int pageSize;
     /** The largest READ (and WRITE) a reply pipe holds: what INIT tells the kernel to send at most. */
     private final int largestRequest;
-    /** The serving threads, grown up to {@link #maxThreads}. */
-    private final List<Worker> workers = new java.util.concurrent.CopyOnWriteArrayList<>();
-    private final int maxThreads;
-    /** Threads waiting in read(2) of /dev/fuse. */
-    private final java.util.concurrent.atomic.AtomicInteger reading = new java.util.concurrent.atomic.AtomicInteger();
+    private final FuseWorkers workers;
     /** INIT's outcome: the negotiation, or why the kernel was refused. */
     private final java.util.concurrent.CompletableFuture<Negotiation> init = new java.util.concurrent.CompletableFuture<>();
     /** Whether the kernel agreed to passthrough in INIT (a backing file per open). */
@@ -108,14 +119,11 @@ public final class FuseSession implements AutoCloseable {
         }
         this.pageSize = pageSize;
         this.largestRequest = largestRequest;
-        this.maxThreads = threads + MAX_BACKGROUND;
-        for (int i = 0; i < threads; i++) {
-            workers.add(new Worker(i));
-        }
+        this.workers = new FuseWorkers(this, device, pageSize, threads, threads + MAX_BACKGROUND);
     }
 
     public void start() {
-        workers.forEach(w -> w.thread.start());
+        workers.start();
     }
 
     /**
@@ -136,80 +144,15 @@ public final class FuseSession implements AutoCloseable {
 
     /** Waits until every thread has seen the mount go away (ENODEV). */
     public void join() throws InterruptedException {
-        for (Worker w : workers) {
-            w.thread.join();
-        }
+        workers.join();
     }
 
     /** {@link #join}, for at most {@code timeout}; whether every thread ended. */
     public boolean join(java.time.Duration timeout) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        for (Worker w : workers) {
-            if (!w.thread.join(java.time.Duration.ofNanos(Math.max(1, deadline - System.nanoTime())))) {
-                return false;
-            }
-        }
-        return true;
+        return workers.join(timeout);
     }
 
-    /** One serving thread and what another thread needs to see of it (for INTERRUPT). */
-    private final class Worker {
-        final Thread thread;
-        /** The request it serves (0 while it reads /dev/fuse). */
-        volatile long serving;
-        volatile PipedReply pipe;
-
-        Worker(int index) {
-            this.thread = Thread.ofPlatform().name("fuse-" + index).daemon().unstarted(this::serve);
-        }
-
-        private void serve() {
-            try (Arena arena = Arena.ofConfined(); PipedReply reads = new PipedReply(device, FuseSession.this, pageSize)) {
-                pipe = reads;
-                MemorySegment in = arena.allocate(BUFFER, pageSize);
-                SmallReply reply = new SmallReply(device, arena);
-                while (true) {
-                    reading.incrementAndGet();
-                    long n = Native.read(device, in);
-                    if (reading.decrementAndGet() == 0 && n > 0) {
-                        grow();
-                    }
-                    if (n <= 0) {
-                        int errno = n == 0 ? FuseErrno.ENODEV : Native.errno(); // 0: a harness's peer hung up
-                        if (errno == FuseErrno.EINTR || errno == FuseErrno.ENOENT || errno == FuseErrno.EAGAIN) {
-                            continue; // ENOENT: the request was interrupted before we read it
-                        }
-                        if (errno != FuseErrno.ENODEV) {
-                            LOG.error("reading /dev/fuse failed: errno {}", errno);
-                        }
-                        return;
-                    }
-                    try {
-                        dispatch(in, n, reply, reads, this);
-                    } finally {
-                        serving = 0;
-                    }
-                }
-            }
-        }
-    }
-
-    /** No thread is left reading requests: one more, while there may be more. */
-    private void grow() {
-        synchronized (workers) {
-            if (workers.size() >= maxThreads || closed()) {
-                return;
-            }
-            Worker w = new Worker(workers.size());
-            workers.add(w);
-            w.thread.start();
-            if (workers.size() == maxThreads) {
-                LOG.warn("all {} FUSE threads are busy (a slow store?): requests wait for one", maxThreads);
-            }
-        }
-    }
-
-    private boolean closed() {
+    boolean closed() {
         synchronized (closeLock) {
             return closed;
         }
@@ -220,18 +163,18 @@ public final class FuseSession implements AutoCloseable {
      * written here): the JIT compiles what a workload calls, not the whole protocol, which matters for
      * a fresh mount's first READs.
      */
-    private void dispatch(MemorySegment buffer, long n, SmallReply reply, PipedReply pipe, Worker worker) {
-        if (n < IN_HEADER || buffer.get(INT, 0) != n) {
+    void dispatch(MemorySegment buffer, long n, SmallReply reply, PipedReply pipe, FuseWorkers.Worker worker) {
+        if (n < InHeader.SIZE || buffer.get(INT, InHeader.LEN) != n) {
             malformed(buffer, n, reply);
             return;
         }
-        int opcode = buffer.get(INT, 4);
-        long unique = buffer.get(LONG, 8);
-        long node = buffer.get(LONG, 16);
-        int pid = buffer.get(INT, 32);
+        int opcode = buffer.get(INT, InHeader.OPCODE);
+        long unique = buffer.get(LONG, InHeader.UNIQUE);
+        long node = buffer.get(LONG, InHeader.NODEID);
+        int pid = buffer.get(INT, InHeader.PID);
         pipe.start(unique); // before it is seen as served: an INTERRUPT then finds the pipe ready for it
         worker.serving = unique;
-        MemorySegment body = buffer.asSlice(IN_HEADER, n - IN_HEADER);
+        MemorySegment body = buffer.asSlice(InHeader.SIZE, n - InHeader.SIZE);
         reply.start(unique);
         int errno = 0;
         try {
@@ -271,7 +214,7 @@ public final class FuseSession implements AutoCloseable {
                 case SETXATTR, REMOVEXATTR, FALLOCATE, TMPFILE -> errno = fs.writable() ? FuseErrno.EOPNOTSUPP : FuseErrno.EROFS;
                 // ENOSYS: the kernel copies through reads and writes instead, and asks no more
                 case COPY_FILE_RANGE -> errno = fs.writable() ? FuseErrno.ENOSYS : FuseErrno.EROFS;
-                case INTERRUPT -> errno = interrupt(body.get(LONG, 0));
+                case INTERRUPT -> errno = interrupt(body.get(LONG, SmallIn.INTERRUPT_UNIQUE));
                 case DESTROY -> destroy(reply);
                 case NOTIFY_REPLY -> {
                     // no reply: os2g asks for no notify retrieval
@@ -299,9 +242,9 @@ public final class FuseSession implements AutoCloseable {
      * one (a harness does). Answered EIO where its number can be read.
      */
     private void malformed(MemorySegment buffer, long n, SmallReply reply) {
-        LOG.warn("malformed FUSE request: {} bytes read, {} in its header", n, n >= 4 ? buffer.get(INT, 0) : -1);
-        if (n >= 16) {
-            reply.start(buffer.get(LONG, 8));
+        LOG.warn("malformed FUSE request: {} bytes read, {} in its header", n, n >= 4 ? buffer.get(INT, InHeader.LEN) : -1);
+        if (n >= InHeader.UNIQUE + 8) {
+            reply.start(buffer.get(LONG, InHeader.UNIQUE));
             reply.error(FuseErrno.EIO);
         }
     }
@@ -313,14 +256,10 @@ public final class FuseSession implements AutoCloseable {
      * registered: EAGAIN asks the kernel to send the INTERRUPT again.
      */
     private int interrupt(long target) {
-        for (Worker w : workers) {
-            if (w.serving == target) {
-                PipedReply p = w.pipe;
-                if (p != null) {
-                    p.interrupt(target);
-                }
-                return 0;
-            }
+        PipedReply serving = workers.serving(target);
+        if (serving != null) {
+            serving.interrupt(target);
+            return 0;
         }
         ForwardedRead forwarded = forwardedReads.remove(target);
         if (forwarded != null) {
@@ -331,13 +270,15 @@ public final class FuseSession implements AutoCloseable {
     }
 
     private void read(long node, MemorySegment body, long unique, PipedReply pipe) {
-        int size = body.get(INT, 16);
+        int size = body.get(INT, ReadIn.SIZE_BYTES);
+        long handle = body.get(LONG, ReadIn.FH);
+        long offset = body.get(LONG, ReadIn.OFFSET);
         if (size > Math.min(largestRequest, pipe.holds())) {
-            readThroughMemory(node, body.get(LONG, 0), body.get(LONG, 8), size, unique, pipe);
+            readThroughMemory(node, handle, offset, size, unique, pipe);
             return;
         }
         try {
-            fs.read(node, body.get(LONG, 0), body.get(LONG, 8), size, pipe);
+            fs.read(node, handle, offset, size, pipe);
             if (!pipe.forwarded()) {
                 if (!pipe.begun()) {
                     throw new IllegalStateException("read of node " + node + " gave no reply");
@@ -359,8 +300,8 @@ public final class FuseSession implements AutoCloseable {
      */
     private void readThroughMemory(long node, long handle, long offset, int size, long unique, PipedReply pipe) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(16L + size, 8);
-            MemoryReply reply = new MemoryReply(out.asSlice(16), pipe);
+            MemorySegment out = arena.allocate(OutHeader.SIZE + (long) size, 8);
+            MemoryReply reply = new MemoryReply(out.asSlice(OutHeader.SIZE), pipe);
             long done = 0;
             while (done < size) {
                 int piece = (int) Math.min(Math.min(largestRequest, pipe.holds()), size - done);
@@ -374,10 +315,10 @@ public final class FuseSession implements AutoCloseable {
                     break; // the end of the file
                 }
             }
-            out.set(INT, 0, (int) (16 + done));
-            out.set(INT, 4, 0);
-            out.set(LONG, 8, unique);
-            LentDeviceReplies.reply(device, out.asSlice(0, 16 + done));
+            out.set(INT, OutHeader.LEN, (int) (OutHeader.SIZE + done));
+            out.set(INT, OutHeader.ERROR, 0);
+            out.set(LONG, OutHeader.UNIQUE, unique);
+            LentDeviceReplies.reply(device, out.asSlice(0, OutHeader.SIZE + done));
         }
     }
 
@@ -390,69 +331,71 @@ public final class FuseSession implements AutoCloseable {
             if (fs.errnoOf(e) != FuseErrno.ENOENT || timeouts.negative().isZero()) {
                 throw e;
             }
-            set(reply.body(), 16, timeouts.negative()); // node 0: "not there", for this long
-            reply.send(40 + ATTR);
+            MemorySegment o = reply.body(); // node 0: "not there", for this long
+            o.set(LONG, EntryOut.ENTRY_VALID, timeouts.negative().toSeconds());
+            o.set(INT, EntryOut.ENTRY_VALID_NSEC, timeouts.negative().toNanosPart());
+            reply.send(EntryOut.SIZE);
             return;
         }
         entry(reply.body(), found);
-        reply.send(40 + ATTR);
+        reply.send(EntryOut.SIZE);
     }
 
     private void getattr(long node, MemorySegment body, SmallReply reply) {
-        // fuse_getattr_in: getattr_flags, dummy, fh; FUSE_GETATTR_FH (1) says fh is set
-        long handle = (body.get(INT, 0) & 1) != 0 ? body.get(LONG, 8) : -1;
+        long handle = (body.get(INT, GetattrIn.GETATTR_FLAGS) & GetattrIn.GETATTR_FH) != 0 ? body.get(LONG, GetattrIn.FH) : -1;
         attributesOut(reply.body(), fs.getattr(node, handle));
-        reply.send(16 + ATTR);
+        reply.send(AttrOut.SIZE);
     }
 
     private void setattr(long node, MemorySegment body, SmallReply reply) {
-        // fuse_setattr_in: valid, padding, fh, size, lock_owner, atime, mtime, ctime, their nsecs, mode
-        int valid = body.get(INT, 0);
-        long handle = (valid & FuseFileSystem.Changes.FH) != 0 ? body.get(LONG, 8) : -1;
-        attributesOut(reply.body(), fs.setattr(node, new FuseFileSystem.Changes(valid, handle, body.get(LONG, 16), body.get(INT, 68))));
-        reply.send(16 + ATTR);
+        int valid = body.get(INT, SetattrIn.VALID);
+        long handle = (valid & FuseFileSystem.Changes.FH) != 0 ? body.get(LONG, SetattrIn.FH) : -1;
+        attributesOut(reply.body(), fs.setattr(node, new FuseFileSystem.Changes(valid, handle, body.get(LONG, SetattrIn.SIZE_BYTES),
+                body.get(INT, SetattrIn.MODE))));
+        reply.send(AttrOut.SIZE);
     }
 
     private void open(long node, MemorySegment body, SmallReply reply, int pid) {
-        FuseFileSystem.Opened opened = fs.open(node, body.get(INT, 0), pid);
+        FuseFileSystem.Opened opened = fs.open(node, body.get(INT, OpenIn.FLAGS), pid);
         BackingFiles.Mode mode = openOut(reply.body(), node, opened);
-        reply.send(16);
+        reply.send(OpenOut.SIZE);
         opened(opened, mode);
     }
 
-    /** CREATE: fuse_create_in (flags, mode, umask, open_flags) and the name; answered with an entry and an open. */
+    /** CREATE: fuse_create_in and the name; answered with an entry and an open. */
     private void create(long parent, MemorySegment body, SmallReply reply, int pid) {
-        String name = body.getString(16, StandardCharsets.UTF_8);
-        FuseFileSystem.Created created = fs.create(parent, name, body.get(INT, 0), body.get(INT, 4) & ~body.get(INT, 8), pid);
+        String name = body.getString(CreateIn.SIZE, StandardCharsets.UTF_8);
+        FuseFileSystem.Created created = fs.create(parent, name, body.get(INT, CreateIn.FLAGS),
+                body.get(INT, CreateIn.MODE) & ~body.get(INT, CreateIn.UMASK), pid);
         MemorySegment o = reply.body();
         entry(o, created.attributes());
-        BackingFiles.Mode mode = openOut(o.asSlice(40 + ATTR), created.attributes().node(), created.opened());
-        reply.send(40 + ATTR + 16);
+        BackingFiles.Mode mode = openOut(o.asSlice(EntryOut.SIZE), created.attributes().node(), created.opened());
+        reply.send(EntryOut.SIZE + OpenOut.SIZE);
         opened(created.opened(), mode);
     }
 
     private void mkdir(long parent, MemorySegment body, SmallReply reply) {
-        // fuse_mkdir_in: mode, umask
-        FuseFileSystem.Attributes made = fs.mkdir(parent, body.getString(8, StandardCharsets.UTF_8), body.get(INT, 0) & ~body.get(INT, 4));
+        FuseFileSystem.Attributes made = fs.mkdir(parent, body.getString(MkdirIn.SIZE, StandardCharsets.UTF_8),
+                body.get(INT, MkdirIn.MODE) & ~body.get(INT, MkdirIn.UMASK));
         entry(reply.body(), made);
-        reply.send(40 + ATTR);
+        reply.send(EntryOut.SIZE);
     }
 
-    /** RENAME: fuse_rename_in (newdir); RENAME2: fuse_rename2_in (newdir, flags, padding); then both names. */
+    /** RENAME: fuse_rename_in; RENAME2: fuse_rename2_in; then both names. */
     private void rename(long parent, MemorySegment body, SmallReply reply, boolean two) {
-        int at = two ? 16 : 8;
+        int at = two ? RenameIn.SIZE2 : RenameIn.SIZE;
         String name = body.getString(at, StandardCharsets.UTF_8);
         String newName = body.getString(at + name.getBytes(StandardCharsets.UTF_8).length + 1, StandardCharsets.UTF_8);
-        fs.rename(parent, name, body.get(LONG, 0), newName, two ? body.get(INT, 8) : 0);
+        fs.rename(parent, name, body.get(LONG, RenameIn.NEWDIR), newName, two ? body.get(INT, RenameIn.FLAGS2) : 0);
         reply.send(0);
     }
 
-    /** FLUSH (fuse_flush_in: fh): a close(2). A mount that writes nothing answers ENOSYS once, and the kernel sends no more. */
+    /** FLUSH: a close(2). A mount that writes nothing answers ENOSYS once, and the kernel sends no more. */
     private int flush(long node, MemorySegment body, SmallReply reply, int pid) {
         if (!fs.writable()) {
             return FuseErrno.ENOSYS;
         }
-        fs.flush(node, body.get(LONG, 0), pid);
+        fs.flush(node, body.get(LONG, HandleIn.FH), pid);
         reply.send(0);
         return 0;
     }
@@ -461,7 +404,7 @@ public final class FuseSession implements AutoCloseable {
         if (!fs.writable()) {
             return FuseErrno.ENOSYS;
         }
-        fs.fsync(node, body.get(LONG, 0));
+        fs.fsync(node, body.get(LONG, HandleIn.FH));
         reply.send(0);
         return 0;
     }
@@ -473,9 +416,9 @@ public final class FuseSession implements AutoCloseable {
             passthrough = false;
             fs.passthroughUsable(false); // refused for lack of privilege: stop looking for backing files
         }
-        o.set(LONG, 0, opened.handle());
-        o.set(INT, 8, mode.openFlags());
-        o.set(INT, 12, mode.backingId());
+        o.set(LONG, OpenOut.FH, opened.handle());
+        o.set(INT, OpenOut.OPEN_FLAGS, mode.openFlags());
+        o.set(INT, OpenOut.BACKING_ID, mode.backingId());
         return mode;
     }
 
@@ -486,38 +429,39 @@ public final class FuseSession implements AutoCloseable {
     }
 
     private void write(long node, MemorySegment body, SmallReply reply) {
-        int size = body.get(INT, 16);
-        reply.body().set(INT, 0, fs.write(node, body.get(LONG, 0), body.get(LONG, 8), body.asSlice(40, size)));
-        reply.send(8);
+        int size = body.get(INT, WriteIn.SIZE_BYTES);
+        reply.body().set(INT, WriteOut.SIZE_BYTES, fs.write(node, body.get(LONG, WriteIn.FH), body.get(LONG, WriteIn.OFFSET),
+                body.asSlice(WriteIn.SIZE, size)));
+        reply.send(WriteOut.SIZE);
     }
 
     private void release(long node, MemorySegment body, SmallReply reply) {
-        long handle = body.get(LONG, 0);
+        long handle = body.get(LONG, HandleIn.FH);
         backingFiles.release(handle);
         fs.release(node, handle);
         reply.send(0);
     }
 
     private void opendir(SmallReply reply) {
-        reply.body().set(LONG, 0, nextDirectoryHandle.getAndIncrement());
-        reply.send(16);
+        reply.body().set(LONG, OpenOut.FH, nextDirectoryHandle.getAndIncrement());
+        reply.send(OpenOut.SIZE);
     }
 
     private void releasedir(MemorySegment body, SmallReply reply) {
-        openDirectories.remove(body.get(LONG, 0));
+        openDirectories.remove(body.get(LONG, HandleIn.FH));
         reply.send(0);
     }
 
     private void readdir(long node, MemorySegment body, SmallReply reply, boolean plus) {
-        // fuse_read_in: fh, offset, size; a rewind (offset 0) lists afresh
-        long handle = body.get(LONG, 0);
-        long offset = body.get(LONG, 8);
+        // a rewind (offset 0) lists afresh
+        long handle = body.get(LONG, ReadIn.FH);
+        long offset = body.get(LONG, ReadIn.OFFSET);
         List<FuseFileSystem.Entry> entries = offset == 0 ? null : openDirectories.get(handle);
         if (entries == null) {
             entries = fs.list(node);
             openDirectories.put(handle, entries);
         }
-        reply.send(directory(node, entries, offset, body.get(INT, 16), plus));
+        reply.send(directory(node, entries, offset, body.get(INT, ReadIn.SIZE_BYTES), plus));
     }
 
     private static void destroy(SmallReply reply) {
@@ -527,24 +471,25 @@ public final class FuseSession implements AutoCloseable {
     private void statfs(SmallReply reply) {
         FuseFileSystem.FsStats st = fs.statfs();
         MemorySegment o = reply.body();
-        o.set(LONG, 0, st.blocks());
-        o.set(LONG, 8, st.blocksFree());
-        o.set(LONG, 16, st.blocksFree()); // bavail
-        o.set(LONG, 24, st.files());
-        o.set(LONG, 32, st.filesFree());
-        o.set(INT, 40, st.blockSize());
-        o.set(INT, 44, st.nameMax());
-        o.set(INT, 48, st.blockSize()); // frsize
-        reply.send(80);
+        o.set(LONG, StatfsOut.BLOCKS, st.blocks());
+        o.set(LONG, StatfsOut.BFREE, st.blocksFree());
+        o.set(LONG, StatfsOut.BAVAIL, st.blocksFree());
+        o.set(LONG, StatfsOut.FILES, st.files());
+        o.set(LONG, StatfsOut.FFREE, st.filesFree());
+        o.set(INT, StatfsOut.BSIZE, st.blockSize());
+        o.set(INT, StatfsOut.NAMELEN, st.nameMax());
+        o.set(INT, StatfsOut.FRSIZE, st.blockSize());
+        reply.send(StatfsOut.SIZE);
     }
 
     private void access(long node, MemorySegment body, SmallReply reply) {
-        fs.access(node, body.get(INT, 0));
+        fs.access(node, body.get(INT, SmallIn.ACCESS_MASK));
         reply.send(0);
     }
 
     private void getxattr(long node, MemorySegment body, SmallReply reply) {
-        reply.sendBytes(fs.getxattr(node, body.getString(8, StandardCharsets.UTF_8)), body.get(INT, 0));
+        reply.sendBytes(fs.getxattr(node, body.getString(SmallIn.GETXATTR_IN_SIZE, StandardCharsets.UTF_8)),
+                body.get(INT, SmallIn.GETXATTR_SIZE));
     }
 
     private void listxattr(long node, MemorySegment body, SmallReply reply) {
@@ -553,17 +498,18 @@ public final class FuseSession implements AutoCloseable {
             names.writeBytes(name.getBytes(StandardCharsets.UTF_8));
             names.write(0);
         }
-        reply.sendBytes(names.toByteArray(), body.get(INT, 0));
+        reply.sendBytes(names.toByteArray(), body.get(INT, SmallIn.GETXATTR_SIZE));
     }
 
     private void forget(long node, MemorySegment body) {
-        fs.forget(node, body.get(LONG, 0));
+        fs.forget(node, body.get(LONG, ForgetIn.NLOOKUP));
     }
 
     private void batchForget(MemorySegment body) {
-        int count = body.get(INT, 0);
+        int count = body.get(INT, ForgetIn.COUNT);
         for (int i = 0; i < count; i++) {
-            fs.forget(body.get(LONG, 8 + 16L * i), body.get(LONG, 16 + 16L * i));
+            long one = ForgetIn.BATCH_SIZE + (long) ForgetIn.ONE_SIZE * i;
+            fs.forget(body.get(LONG, one + ForgetIn.ONE_NODEID), body.get(LONG, one + ForgetIn.ONE_NLOOKUP));
         }
     }
 
@@ -587,20 +533,22 @@ public final class FuseSession implements AutoCloseable {
     }
 
     private void attributes(MemorySegment a, FuseFileSystem.Attributes attributes) {
-        a.set(LONG, 0, attributes.node());
-        a.set(LONG, 8, attributes.size());
-        a.set(LONG, 16, (attributes.size() + 511) / 512);
+        a.set(LONG, Attr.INO, attributes.node());
+        a.set(LONG, Attr.SIZE_BYTES, attributes.size());
+        a.set(LONG, Attr.BLOCKS, (attributes.size() + 511) / 512);
         long seconds = Math.floorDiv(attributes.mtimeMillis(), 1000);
         int nanos = (int) Math.floorMod(attributes.mtimeMillis(), 1000) * 1_000_000;
-        for (int t = 0; t < 3; t++) {
-            a.set(LONG, 24 + 8 * t, seconds);
-            a.set(INT, 48 + 4 * t, nanos);
-        }
-        a.set(INT, 60, attributes.mode());
-        a.set(INT, 64, attributes.nlink());
-        a.set(INT, 68, attributes.uid());
-        a.set(INT, 72, attributes.gid());
-        a.set(INT, 80, blockSize);
+        a.set(LONG, Attr.ATIME, seconds);
+        a.set(LONG, Attr.MTIME, seconds);
+        a.set(LONG, Attr.CTIME, seconds);
+        a.set(INT, Attr.ATIMENSEC, nanos);
+        a.set(INT, Attr.MTIMENSEC, nanos);
+        a.set(INT, Attr.CTIMENSEC, nanos);
+        a.set(INT, Attr.MODE, attributes.mode());
+        a.set(INT, Attr.NLINK, attributes.nlink());
+        a.set(INT, Attr.UID, attributes.uid());
+        a.set(INT, Attr.GID, attributes.gid());
+        a.set(INT, Attr.BLKSIZE, blockSize);
     }
 
     /**
@@ -610,11 +558,11 @@ public final class FuseSession implements AutoCloseable {
     private MemorySegment directory(long node, List<FuseFileSystem.Entry> entries, long offset, int size, boolean plus) {
         MemorySegment buffer = Arena.ofAuto().allocate(Math.max(size, 1), 8);
         int used = 0;
-        int entryOut = plus ? 40 + ATTR : 0;
+        int entryOut = plus ? EntryOut.SIZE : 0;
         for (int i = (int) offset; i < entries.size(); i++) {
             FuseFileSystem.Entry e = entries.get(i);
             byte[] name = e.name().getBytes(StandardCharsets.UTF_8);
-            int record = entryOut + ((24 + name.length + 7) & ~7);
+            int record = entryOut + ((Dirent.NAME + name.length + 7) & ~7);
             if (used + record > size) {
                 break;
             }
@@ -626,11 +574,11 @@ public final class FuseSession implements AutoCloseable {
                 fs.entrySent(node, e);
             }
             MemorySegment d = r.asSlice(entryOut);
-            d.set(LONG, 0, a != null ? a.node() : dot ? node : 0);
-            d.set(LONG, 8, i + 1); // the offset of the next entry
-            d.set(INT, 16, name.length);
-            d.set(INT, 20, a != null ? (a.mode() >>> 12) & 0xf : 4 /* DT_DIR */);
-            MemorySegment.copy(name, 0, d, ValueLayout.JAVA_BYTE, 24, name.length);
+            d.set(LONG, Dirent.INO, a != null ? a.node() : dot ? node : 0);
+            d.set(LONG, Dirent.OFF, i + 1); // the offset of the next entry
+            d.set(INT, Dirent.NAMELEN, name.length);
+            d.set(INT, Dirent.TYPE, a != null ? (a.mode() >>> 12) & 0xf : 4 /* DT_DIR */);
+            MemorySegment.copy(name, 0, d, ValueLayout.JAVA_BYTE, Dirent.NAME, name.length);
             used += record;
         }
         return buffer.asSlice(0, used);
@@ -638,23 +586,19 @@ public final class FuseSession implements AutoCloseable {
 
     /** fuse_entry_out for {@code a}, with the entry and attribute timeouts. */
     private void entry(MemorySegment o, FuseFileSystem.Attributes a) {
-        o.set(LONG, 0, a.node());
-        set(o, 16, timeouts.entry());
-        set(o, 24, timeouts.attributes());
-        attributes(o.asSlice(40), a);
+        o.set(LONG, EntryOut.NODEID, a.node());
+        o.set(LONG, EntryOut.ENTRY_VALID, timeouts.entry().toSeconds());
+        o.set(INT, EntryOut.ENTRY_VALID_NSEC, timeouts.entry().toNanosPart());
+        o.set(LONG, EntryOut.ATTR_VALID, timeouts.attributes().toSeconds());
+        o.set(INT, EntryOut.ATTR_VALID_NSEC, timeouts.attributes().toNanosPart());
+        attributes(o.asSlice(EntryOut.ATTR), a);
     }
 
     /** fuse_attr_out for {@code a}. */
     private void attributesOut(MemorySegment o, FuseFileSystem.Attributes a) {
-        o.set(LONG, 0, timeouts.attributes().toSeconds());
-        o.set(INT, 8, timeouts.attributes().toNanosPart());
-        attributes(o.asSlice(16), a);
-    }
-
-    /** A timeout as fuse.h lays it out: seconds at {@code at}, nanoseconds at the struct's _nsec field. */
-    private static void set(MemorySegment entryOut, int at, java.time.Duration d) {
-        entryOut.set(LONG, at, d.toSeconds());
-        entryOut.set(INT, 32 + (at - 16) / 2, d.toNanosPart()); // entry_valid_nsec at 32, attr_valid_nsec at 36
+        o.set(LONG, AttrOut.ATTR_VALID, timeouts.attributes().toSeconds());
+        o.set(INT, AttrOut.ATTR_VALID_NSEC, timeouts.attributes().toNanosPart());
+        attributes(o.asSlice(AttrOut.ATTR), a);
     }
 
     /** The mount's /dev/fuse descriptor, to lend to a process that answers READs ({@link DeviceHandoff}). */

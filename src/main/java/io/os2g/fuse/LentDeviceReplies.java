@@ -75,11 +75,11 @@ public final class LentDeviceReplies implements AutoCloseable {
                 throw new IllegalStateException("the lent FUSE descriptor is closed");
             }
             MemorySegment header = arena.allocate(16, 8);
-            header.set(ValueLayout.JAVA_INT, 0, (int) (16 + bytes.byteSize()));
-            header.set(ValueLayout.JAVA_LONG, 8, unique);
+            header.set(ValueLayout.JAVA_INT, FuseAbi.OutHeader.LEN, (int) (FuseAbi.OutHeader.SIZE + bytes.byteSize()));
+            header.set(ValueLayout.JAVA_LONG, FuseAbi.OutHeader.UNIQUE, unique);
             MemorySegment iov = arena.allocate(32, 8);
             iov.set(ValueLayout.ADDRESS, 0, header);
-            iov.set(ValueLayout.JAVA_LONG, 8, 16);
+            iov.set(ValueLayout.JAVA_LONG, 8, FuseAbi.OutHeader.SIZE);
             iov.set(ValueLayout.ADDRESS, 16, bytes);
             iov.set(ValueLayout.JAVA_LONG, 24, bytes.byteSize());
             return written(Native.writev(device, iov, 2), "a forwarded READ reply");
@@ -92,9 +92,9 @@ public final class LentDeviceReplies implements AutoCloseable {
     static boolean error(int device, long unique, int errno) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment header = arena.allocate(16, 8);
-            header.set(ValueLayout.JAVA_INT, 0, 16);
-            header.set(ValueLayout.JAVA_INT, 4, -errno);
-            header.set(ValueLayout.JAVA_LONG, 8, unique);
+            header.set(ValueLayout.JAVA_INT, FuseAbi.OutHeader.LEN, FuseAbi.OutHeader.SIZE);
+            header.set(ValueLayout.JAVA_INT, FuseAbi.OutHeader.ERROR, -errno);
+            header.set(ValueLayout.JAVA_LONG, FuseAbi.OutHeader.UNIQUE, unique);
             return written(Native.write(device, header), "an error reply");
         }
     }

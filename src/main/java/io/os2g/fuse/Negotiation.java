@@ -1,5 +1,7 @@
 package io.os2g.fuse;
 
+import io.os2g.fuse.FuseAbi.InitIn;
+import io.os2g.fuse.FuseAbi.InitOut;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
@@ -41,7 +43,7 @@ public record Negotiation(int kernelMinor, int minor, int flags, int flags2, int
     static final int DEFAULT_MAX_PAGES = 32;
     static final int MAX_READAHEAD = 1 << 20;
     /** fuse_init_out before 7.23 (FUSE_COMPAT_22_INIT_OUT_SIZE), and since. */
-    static final int COMPAT_22_INIT_OUT = 24, INIT_OUT = 64;
+    static final int COMPAT_22_INIT_OUT = InitOut.COMPAT_22_SIZE, INIT_OUT = InitOut.SIZE;
 
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED;
@@ -97,21 +99,21 @@ public record Negotiation(int kernelMinor, int minor, int flags, int flags2, int
      * @throws Refused for a kernel older than {@link #OLDEST_MINOR} (or a major below 7)
      */
     static Answer answer(MemorySegment in, MemorySegment out, int largestRequest, int pageSize) {
-        int major = in.get(INT, 0);
-        int kernelMinor = in.get(INT, 4);
+        int major = in.get(INT, InitIn.MAJOR);
+        int kernelMinor = in.get(INT, InitIn.MINOR);
         if (major > 7) {
             // a future kernel: say which major os2g speaks, and it asks again with a 7.x INIT
-            out.set(INT, 0, 7);
-            out.set(INT, 4, PROTOCOL_MINOR);
+            out.set(INT, InitOut.MAJOR, 7);
+            out.set(INT, InitOut.MINOR, PROTOCOL_MINOR);
             return new Answer(INIT_OUT, null);
         }
         if (major < 7 || kernelMinor < OLDEST_MINOR) {
             throw new Refused("the kernel speaks FUSE protocol " + major + "." + kernelMinor + "; os2g needs 7."
                     + OLDEST_MINOR + " or later (Linux 3.10, RHEL 7)");
         }
-        int readahead = in.get(INT, 8);
-        int kernelFlags = in.get(INT, 12);
-        int kernelFlags2 = kernelMinor >= 36 && (kernelFlags & INIT_EXT) != 0 ? in.get(INT, 16) : 0;
+        int readahead = in.get(INT, InitIn.MAX_READAHEAD);
+        int kernelFlags = in.get(INT, InitIn.FLAGS);
+        int kernelFlags2 = kernelMinor >= 36 && (kernelFlags & INIT_EXT) != 0 ? in.get(INT, InitIn.FLAGS2) : 0;
         int minor = Math.min(kernelMinor, PROTOCOL_MINOR);
 
         // ATOMIC_O_TRUNC: O_TRUNC comes with the open (a hint file's "replace"); AUTO_INVAL_DATA: a new
@@ -129,23 +131,23 @@ public record Negotiation(int kernelMinor, int minor, int flags, int flags2, int
         // keeps them to a pipe's worth, and a larger one is answered from memory
         int largestRead = (flags & MAX_PAGES) != 0 ? maxPages * pageSize : DEFAULT_MAX_PAGES * pageSize;
 
-        out.set(INT, 0, 7);
-        out.set(INT, 4, minor);
-        out.set(INT, 8, Math.max(readahead, MAX_READAHEAD)); // the kernel grants at most its own
-        out.set(INT, 12, flags);
-        out.set(SHORT, 16, (short) FuseSession.MAX_BACKGROUND);
-        out.set(SHORT, 18, (short) 48); // congestion_threshold
-        out.set(INT, 20, largestRequest); // max_write
+        out.set(INT, InitOut.MAJOR, 7);
+        out.set(INT, InitOut.MINOR, minor);
+        out.set(INT, InitOut.MAX_READAHEAD, Math.max(readahead, MAX_READAHEAD)); // the kernel grants at most its own
+        out.set(INT, InitOut.FLAGS, flags);
+        out.set(SHORT, InitOut.MAX_BACKGROUND, (short) FuseSession.MAX_BACKGROUND);
+        out.set(SHORT, InitOut.CONGESTION_THRESHOLD, (short) 48);
+        out.set(INT, InitOut.MAX_WRITE, largestRequest);
         if (minor < 23) {
             return new Answer(COMPAT_22_INIT_OUT, new Negotiation(kernelMinor, minor, flags, 0, largestRead, pageSize));
         }
-        out.set(INT, 24, 1); // time_gran: nanoseconds
+        out.set(INT, InitOut.TIME_GRAN, 1); // nanoseconds
         if ((flags & MAX_PAGES) != 0) {
-            out.set(SHORT, 28, (short) maxPages);
+            out.set(SHORT, InitOut.MAX_PAGES, (short) maxPages);
         }
         if (flags2 != 0) {
-            out.set(INT, 32, flags2);
-            out.set(INT, 36, 1); // max_stack_depth: a backing file on a plain file system
+            out.set(INT, InitOut.FLAGS2, flags2);
+            out.set(INT, InitOut.MAX_STACK_DEPTH, 1); // a backing file on a plain file system
         }
         return new Answer(INIT_OUT, new Negotiation(kernelMinor, minor, flags, flags2, largestRead, pageSize));
     }

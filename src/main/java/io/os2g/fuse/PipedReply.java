@@ -17,7 +17,7 @@ final class PipedReply implements ReadReply, AutoCloseable {
     private static final int F_SETPIPE_SZ = 1031;
     private static final int F_GETPIPE_SZ = 1032;
     private static final int LARGEST_READ = 1 << 20;
-    private static final int HEADER = 16;
+    private static final int HEADER = FuseAbi.OutHeader.SIZE;
 
     private final int device;
     /** The session whose READs this answers; null for replies to READs another process forwarded. */
@@ -154,9 +154,9 @@ final class PipedReply implements ReadReply, AutoCloseable {
             // memory; another holder of the descriptor (a smaller pipe than the session's) fails it
             throw new ReplyFailed("a reply of " + length + " bytes in a pipe that holds " + holds, 0);
         }
-        header.set(ValueLayout.JAVA_INT_UNALIGNED, 0, HEADER + length);
-        header.set(ValueLayout.JAVA_INT_UNALIGNED, 4, 0);
-        header.set(ValueLayout.JAVA_LONG_UNALIGNED, 8, unique);
+        header.set(ValueLayout.JAVA_INT_UNALIGNED, FuseAbi.OutHeader.LEN, HEADER + length);
+        header.set(ValueLayout.JAVA_INT_UNALIGNED, FuseAbi.OutHeader.ERROR, 0);
+        header.set(ValueLayout.JAVA_LONG_UNALIGNED, FuseAbi.OutHeader.UNIQUE, unique);
         if (Native.write(pipe[1], header) != HEADER) {
             throw new ReplyFailed("writing a reply header to its pipe", Native.errno());
         }

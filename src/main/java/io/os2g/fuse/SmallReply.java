@@ -16,7 +16,7 @@ final class SmallReply {
     private static final Logger LOG = LoggerFactory.getLogger(SmallReply.class);
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
-    static final int HEADER = 16;
+    static final int HEADER = FuseAbi.OutHeader.SIZE;
     /** Room for the largest struct a reply carries (fuse_entry_out, 128 bytes), zeroed per request. */
     static final int BODY = 240;
 
@@ -63,8 +63,8 @@ final class SmallReply {
     /** getxattr/listxattr: the size when asked for 0 bytes, the bytes when they fit, else ERANGE. */
     void sendBytes(byte[] value, int size) {
         if (size == 0) {
-            body.set(INT, 0, value.length); // fuse_getxattr_out
-            send(8);
+            body.set(INT, FuseAbi.SmallIn.GETXATTR_OUT_SIZE, value.length);
+            send(FuseAbi.SmallIn.GETXATTR_OUT_BYTES);
         } else if (value.length > size) {
             error(FuseErrno.ERANGE);
         } else {
@@ -81,9 +81,9 @@ final class SmallReply {
     }
 
     private void header(int length, int error) {
-        out.set(INT, 0, length);
-        out.set(INT, 4, error);
-        out.set(LONG, 8, unique);
+        out.set(INT, FuseAbi.OutHeader.LEN, length);
+        out.set(INT, FuseAbi.OutHeader.ERROR, error);
+        out.set(LONG, FuseAbi.OutHeader.UNIQUE, unique);
         iov.set(ValueLayout.ADDRESS, 0, out);
     }
 
