@@ -17,10 +17,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Hints through the agent: order, the window ahead of readers, pins until read, replace, skip, warm. */
+@Tag("unit")
 class HintedPrefetcherTest {
 
     private static final int CHUNK = 1 << 20;

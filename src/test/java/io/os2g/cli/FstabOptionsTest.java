@@ -10,12 +10,14 @@ import io.os2g.runtime.MountConfig;
 import io.os2g.runtime.UsageError;
 import java.nio.file.Path;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 
 /** fstab-style {@code -o} lists, as mount(8) hands them to mount.fuse.os2g, mapped onto os2g mount's options. */
+@Tag("unit")
 class FstabOptionsTest {
 
     private static final CommandSpec MOUNT = new CommandLine(new MountCommand()).getCommandSpec();

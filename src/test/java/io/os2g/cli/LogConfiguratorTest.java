@@ -14,8 +14,10 @@ import ch.qos.logback.core.ConsoleAppender;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ServiceLoader;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
+@Tag("unit")
 class LogConfiguratorTest {
 
     @Test

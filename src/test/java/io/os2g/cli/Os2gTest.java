@@ -3,8 +3,10 @@ package io.os2g.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
+@Tag("unit")
 class Os2gTest {
 
     @Test

@@ -12,8 +12,10 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.util.Random;
 import java.util.zip.GZIPOutputStream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
+@Tag("unit")
 class CompressionTest {
 
     static byte[] text(int length, int seed) {

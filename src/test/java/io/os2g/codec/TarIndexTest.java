@@ -21,8 +21,10 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
 import org.apache.commons.compress.archivers.tar.TarArchiveOutputStream;
 import org.apache.commons.compress.archivers.tar.TarConstants;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
+@Tag("unit")
 class TarIndexTest {
 
     private static final String LONG_NAME = "deep/" + "n".repeat(150) + "/" + "m".repeat(120) + ".jpg";

@@ -11,9 +11,11 @@ import java.util.HexFormat;
 import java.util.Random;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+@Tag("unit")
 class OpenSslHmacTest {
 
     private static final SecretKeySpec KEY = new SecretKeySpec(HexFormat.of().parseHex("0b".repeat(20)), BlockSigner.ALGORITHM);

@@ -5,12 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * The kernel fails an open (EIO) that would read an inode both by passthrough and through the page
  * cache, or by two backing files: each open's mode must keep its node's consistent.
  */
+@Tag("unit")
 class BackingFilesTest {
 
     private static final Path BLOCK = Path.of("/cache/a.blk");

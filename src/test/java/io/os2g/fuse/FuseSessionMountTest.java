@@ -15,10 +15,12 @@ import java.util.Random;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** A real kernel mount served by {@link FuseSession}: what a reader of the mount sees. */
+@Tag("fuse")
 class FuseSessionMountTest {
 
     private static final long ROOT = 1, FILE = 2, DIR = 3, MANY = 4;

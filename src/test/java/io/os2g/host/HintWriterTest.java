@@ -18,9 +18,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** The lines written to /.os2g/prefetch and /.os2g/warm, as the agent receives them. */
+@Tag("unit")
 class HintWriterTest {
 
     private static final String MOUNT = "/mnt/data";

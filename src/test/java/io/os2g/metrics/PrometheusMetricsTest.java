@@ -14,9 +14,11 @@ import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** The exposition as Prometheus scrapes it over HTTP: names, types, labels and values. */
+@Tag("unit")
 class PrometheusMetricsTest {
 
     private static MetricsScrape scrape(PrometheusRegistry registry) throws Exception {

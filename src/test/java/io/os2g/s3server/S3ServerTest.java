@@ -13,10 +13,12 @@ import java.io.ByteArrayInputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Arrays;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The S3 server the demo and the benchmarks run: what a client of it sees on the wire. */
+@Tag("s3")
 class S3ServerTest {
 
     private static final byte[] BODY = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);

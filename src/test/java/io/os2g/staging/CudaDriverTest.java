@@ -8,10 +8,12 @@ import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The FFM binding of the CUDA driver: absent, failing, and (through a stand-in driver) registering a region. */
+@Tag("unit")
 class CudaDriverTest {
 
     @TempDir
