@@ -250,6 +250,16 @@ public final class Agent implements AutoCloseable {
     }
 
     /** Small files fetched into the disk cache ahead of their open, for the directory they are in. */
+    /** Whether the disk cache's fills are at rest: see {@link ChunkFetcher#fillsAtRest}. */
+    boolean fillsAtRest() {
+        return fetcher.fillsAtRest();
+    }
+
+    /** Fills of the disk cache asked for so far. */
+    long fillsAsked() {
+        return fetcher.fillsAsked();
+    }
+
     public long filledFiles() {
         return fetcher.filledFiles();
     }

@@ -195,13 +195,10 @@ class AgentDiskCacheTest {
             assertArrayEquals(data.get(i), read(first, listed.get(i)));
         }
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        long before = -1;
-        while (first.agent().filledFiles() != before) { // until it stops
-            before = first.agent().filledFiles();
-            Thread.sleep(300);
-            assertTrue(System.nanoTime() < deadline);
-        }
-        assertTrue(before > 0 && before <= 32, "two opens fill at most 2 x 16 files: " + before);
+        awaitFillsAtRest(first.agent(), deadline);
+        assertEquals(32, first.agent().fillsAsked(), "two opens ask for 2 x 16 files, in listing order");
+        long before = first.agent().filledFiles();
+        assertTrue(before > 0 && before <= 32, "filled what was not staged already: " + before);
         for (int i : new int[] {57, 56, 55}) { // five opens: 80 files allowed, the whole directory
             assertArrayEquals(data.get(i), read(first, listed.get(i)));
         }
@@ -229,7 +226,15 @@ class AgentDiskCacheTest {
         for (int i = 0; i < 5; i++) {
             read(r, (Node.File) r.namespace().resolve(String.format("/g/y%02d.jpg", i)));
         }
-        Thread.sleep(500);
+        assertEquals(0, r.agent().fillsAsked(), "decided within each open: no fill asked for");
         assertEquals(0, r.agent().filledFiles());
+    }
+
+    /** Until every fill asked for has ended and none more is asked for (until the next open). */
+    private static void awaitFillsAtRest(Agent agent, long deadline) throws InterruptedException {
+        while (!agent.fillsAtRest()) {
+            assertTrue(System.nanoTime() < deadline, "fills never came to rest");
+            Thread.sleep(5);
+        }
     }
 }
