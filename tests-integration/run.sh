@@ -42,4 +42,4 @@ mvn -B -ntp verify
 echo "== end-to-end: real mounts, Python readers"
 # Debian's interpreter: it has numpy, boto3 and pytest from apt (a python3 earlier on PATH may not)
 cd "$root/tests-integration"
-/usr/bin/python3 -m pytest -v -p no:cacheprovider --ignore=bench "$@"
+/usr/bin/python3 -m pytest -v -p no:cacheprovider --durations=15 --ignore=bench "$@"
