@@ -1,0 +1,115 @@
+package io.os2g.runtime;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.os2g.diskcache.CacheConfig;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The rules between a mount's options, as the command line, fstab and CSI attributes all reach them. */
+@Tag("unit")
+class MountConfigBuilderTest {
+
+    @TempDir
+    Path mountPoint;
+    @TempDir
+    Path staging;
+
+    private MountConfigBuilder mount(String source) {
+        return new MountConfigBuilder(source, mountPoint.toString())
+                .store(bucket -> null, Duration.ofSeconds(60), 32)
+                .staging(staging, "64M", "8M", "256M", 256);
+    }
+
+    private static String refusal(MountConfigBuilder builder) {
+        return assertThrows(UsageError.class, builder::build).getMessage();
+    }
+
+    @Test
+    void theSourceIsABucketAndAPrefixEndingInASlash() {
+        MountConfig config = mount("data/train").build();
+        assertEquals("data", config.bucket());
+        assertEquals("train/", config.prefix());
+        assertEquals("", mount("data").build().prefix());
+        assertTrue(refusal(mount("/train")).contains("no bucket name"));
+    }
+
+    @Test
+    void kernelOptionsCarryTheTtlAndTheUsersOptionsButNotRo() {
+        MountConfig config = mount("data").metadataTtl("60").fsname("a,b").fuseOptions(List.of("ro", "allow_other", " ")).build();
+        assertEquals(List.of("fsname=a_b", "subtype=os2g", "default_permissions", "attr_timeout=60", "entry_timeout=60",
+                "negative_timeout=60", "allow_other"), config.fuseOptions());
+        assertEquals(Duration.ofSeconds(60), config.metadataTtl());
+        MountConfig forever = mount("data").metadataTtl("forever").build();
+        assertNull(forever.metadataTtl());
+        assertTrue(forever.fuseOptions().contains("attr_timeout=" + 365L * 24 * 3600));
+        assertTrue(refusal(mount("data").metadataTtl("-1")).contains("--metadata-ttl"));
+    }
+
+    @Test
+    void sizesMustFitTogether() {
+        assertTrue(refusal(mount("data").staging(staging, "64M", "3M", "256M", 256)).contains("--chunk-size must be a power of two"));
+        assertTrue(refusal(mount("data").staging(staging, "4M", "8M", "256M", 256)).contains("is below one chunk"));
+        assertTrue(refusal(mount("data").staging(staging, "64M", "8M", "256M", -1)).contains("--dir-prefetch"));
+    }
+
+    @Test
+    void writesNeedTheirSwitchAndRoom() {
+        assertTrue(refusal(mount("data").writes(false, true, false)).contains("--allow-overwrite needs --allow-writes"));
+        assertTrue(refusal(mount("data").writes(false, false, true)).contains("--allow-delete needs --allow-writes"));
+        assertTrue(refusal(mount("data").staging(staging, "16M", "8M", "256M", 256).writes(true, false, false))
+                .contains("--allow-writes needs --staging-size of at least 32M"));
+        assertTrue(refusal(mount("data").writes(true, false, false).fuseOptions(List.of("ro"))).contains("contradict"));
+        MountConfig writable = mount("data").writes(true, true, false).build();
+        assertEquals(0644, writable.fs().fileMode());
+        assertEquals(0755, writable.fs().dirMode());
+        assertTrue(writable.fs().writes().overwrite());
+        MountConfig readOnly = mount("data").build();
+        assertEquals(0444, readOnly.fs().fileMode());
+        assertFalse(readOnly.fs().writes().newFiles());
+    }
+
+    @Test
+    void ownershipAndModesAreChecked() {
+        MountConfig config = mount("data").ownership(1000, 100, "0640", "0750").build();
+        assertEquals(1000, config.fs().uid());
+        assertEquals(0640, config.fs().fileMode());
+        assertTrue(refusal(mount("data").ownership(-1, null, null, null)).contains("--uid"));
+        assertTrue(refusal(mount("data").ownership(null, null, "4755", null)).contains("--file-mode must be an octal mode"));
+        assertTrue(refusal(mount("data").ownership(null, null, null, "9")).contains("--dir-mode"));
+    }
+
+    @Test
+    void anAgentTakesNoDiskCacheAndHasAUnixAddress() {
+        MountConfig split = mount("data").agent("unix:/run/os2g/agent.sock", "off").build();
+        assertEquals(Path.of("/run/os2g/agent.sock"), split.agentSocket());
+        assertFalse(split.agentReplies());
+        assertNull(split.store(), "with an agent this process resolves no credentials");
+        assertTrue(refusal(mount("data").agent("tcp://host:1", "on")).contains("--agent must be unix:PATH"));
+        assertTrue(refusal(mount("data").agent("unix:/a.sock", "maybe")).contains("--agent-replies must be on or off"));
+        assertTrue(refusal(mount("data").agent("unix:/a.sock", "on").cache(new CacheConfig(staging, 1L << 30, 5)))
+                .contains("the disk cache is the agent's"));
+        assertTrue(refusal(mount("data").gpu(-2)).contains("--gpu"));
+    }
+
+    @Test
+    void aMountPointMustBeAnExistingDirectory() {
+        assertTrue(assertThrows(UsageError.class, () -> new MountConfigBuilder("data", mountPoint.resolve("absent").toString())
+                .store(bucket -> null, Duration.ofSeconds(60), 32).build()).getMessage().contains("does not exist"));
+    }
+
+    @Test
+    void aMountIdIsShortAndStable() {
+        assertEquals(MountConfigBuilder.mountId(Path.of("/mnt/a")), MountConfigBuilder.mountId(Path.of("/mnt/a")));
+        assertFalse(MountConfigBuilder.mountId(Path.of("/mnt/a")).equals(MountConfigBuilder.mountId(Path.of("/mnt/b"))));
+        assertEquals(12, MountConfigBuilder.mountId(Path.of("/mnt/a")).length());
+    }
+}
