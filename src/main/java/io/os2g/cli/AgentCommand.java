@@ -1,10 +1,8 @@
 package io.os2g.cli;
 
-import io.os2g.PrivateDirectory;
-import io.os2g.agent.AgentPolicy;
 import io.os2g.runtime.AgentService;
 import io.os2g.runtime.AgentServiceConfig;
-import io.os2g.runtime.MountConfigBuilder;
+import io.os2g.runtime.AgentServiceConfigBuilder;
 import io.os2g.runtime.UsageError;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
@@ -67,7 +65,6 @@ final class AgentCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         service.configureLogging();
-        Path socket = MountConfigBuilder.agentSocket(listen);
         if (cpus != null) {
             if (cpus < 1) {
                 throw new UsageError("--cpus must be at least 1: " + cpus);
@@ -76,38 +73,25 @@ final class AgentCommand implements Callable<Integer> {
             System.setProperty("jdk.virtualThreadScheduler.parallelism", Integer.toString(cpus));
             System.setProperty("jdk.virtualThreadScheduler.maxPoolSize", Integer.toString(cpus));
         }
-        if (gpu != null && gpu < 0) {
-            throw new UsageError("--gpu must be a CUDA device number (0, 1, ...): " + gpu);
-        }
-        Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize()
-                : PrivateDirectory.sharedMemoryParent().resolve("agent-" + MountConfigBuilder.mountId(socket));
-        if ((allowOverwrite || allowDelete) && !allowWrites) {
-            throw new UsageError((allowOverwrite ? "--allow-overwrite" : "--allow-delete") + " needs --allow-writes");
-        }
-        for (String source : serve) {
-            if (source.isEmpty() || source.startsWith("/")) {
-                throw new UsageError("--serve must be BUCKET or BUCKET/PREFIX: " + source);
-            }
-        }
-        AgentPolicy policy = new AgentPolicy(serve.stream().map(AgentCommand::source).toList(), allowWrites, allowOverwrite, allowDelete);
-        InetSocketAddress metricsAddress = service.metricsAddress();
-        store.retry(); // its options' errors now, before anything starts
-        AgentService agent = AgentService.start(new AgentServiceConfig(socket, dir, store::config, store.readDeadline(),
-                store.maxFetches, gpu == null ? -1 : gpu, metricsAddress, cache.config(), policy));
+        AgentServiceConfig config = new AgentServiceConfigBuilder(listen)
+                .store(store.settings())
+                .stagingDir(stagingDir)
+                .gpu(gpu)
+                .policy(serve, allowWrites, allowOverwrite, allowDelete)
+                .metrics(service.metricsAddress())
+                .cache(cache.directory, cache.size, cache.minFreePercent)
+                .build();
+        AgentService agent = AgentService.start(config);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             agent.close();
             LOG.info("agent stopped");
             stopped.countDown();
         }, "os2g-agent-shutdown"));
-        LOG.info("agent listening on unix:{} (staging under {}{}{})", socket, dir, cpus == null ? "" : ", " + cpus + " cpus",
+        InetSocketAddress metricsAddress = config.metricsAddress();
+        LOG.info("agent listening on unix:{} (staging under {}{}{})", config.socket(), config.stagingDir(), cpus == null ? "" : ", " + cpus + " cpus",
                 metricsAddress == null ? "" : "; metrics at http://" + metricsAddress.getHostString() + ":" + agent.metricsPort() + "/metrics");
         stopped.await();
         return 0;
-    }
-
-    /** A --serve value as a mount names it: a prefix ends in {@code /}, as a mount's does. */
-    private static String source(String given) {
-        return given.contains("/") && !given.endsWith("/") ? given + "/" : given;
     }
 }

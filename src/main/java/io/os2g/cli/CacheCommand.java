@@ -1,11 +1,7 @@
 package io.os2g.cli;
 
-import io.os2g.diskcache.DiskCache;
-import io.os2g.runtime.Sizes;
-import io.os2g.runtime.UsageError;
-import java.io.IOException;
+import io.os2g.runtime.CacheDirectories;
 import java.nio.file.Path;
-import java.time.Instant;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -36,11 +32,7 @@ final class CacheCommand implements Runnable {
 
         @Override
         public Integer call() {
-            DiskCache.Summary s = onCache(directory, () -> DiskCache.summarize(directory));
-            System.out.printf("{\"blocks\": %d, \"bytes\": %d, \"size\": \"%s\", \"oldest_use\": %s, \"newest_use\": %s, "
-                            + "\"file_system_free_bytes\": %d, \"file_system_bytes\": %d}%n",
-                    s.blocks(), s.bytes(), Sizes.format(s.bytes()), instant(s.oldestUseMillis()), instant(s.newestUseMillis()),
-                    s.usableBytes(), s.totalBytes());
+            System.out.println(CacheDirectories.statsJson(directory));
             return 0;
         }
     }
@@ -55,28 +47,9 @@ final class CacheCommand implements Runnable {
 
         @Override
         public Integer call() {
-            long removed = onCache(directory, () -> DiskCache.clear(directory));
+            long removed = CacheDirectories.clear(directory);
             System.out.println("os2g: removed " + removed + " blocks from " + directory);
             return 0;
         }
-    }
-
-    /** What a cache directory's operation returns; its failures are the user's one line. */
-    private interface CacheOperation<T> {
-        T run() throws IOException;
-    }
-
-    private static <T> T onCache(Path directory, CacheOperation<T> operation) {
-        try {
-            return operation.run();
-        } catch (DiskCache.CacheDirectoryException e) {
-            throw new UsageError(e.getMessage());
-        } catch (IOException e) {
-            throw new UsageError("cannot read " + directory + ": " + e.getMessage());
-        }
-    }
-
-    private static String instant(long millis) {
-        return millis == 0 ? "null" : "\"" + Instant.ofEpochMilli(millis) + "\"";
     }
 }

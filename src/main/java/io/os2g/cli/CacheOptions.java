@@ -1,8 +1,5 @@
 package io.os2g.cli;
 
-import io.os2g.diskcache.CacheConfig;
-import io.os2g.runtime.Sizes;
-import io.os2g.runtime.UsageError;
 import java.nio.file.Path;
 import picocli.CommandLine.Option;
 
@@ -21,22 +18,4 @@ final class CacheOptions {
     @Option(names = "--cache-min-free", paramLabel = "PERCENT", defaultValue = "5",
             description = "Share of the disk cache's file system kept free (default: ${DEFAULT-VALUE}).")
     int minFreePercent;
-
-    /** The cache asked for, or null for none. */
-    CacheConfig config() {
-        if (directory == null) {
-            if (size != null) {
-                throw new UsageError("--cache-size needs --cache-dir");
-            }
-            return null;
-        }
-        if (minFreePercent < 0 || minFreePercent > 90) {
-            throw new UsageError("--cache-min-free must be a percentage from 0 to 90: " + minFreePercent);
-        }
-        long max = size == null ? Long.MAX_VALUE : Sizes.parse("--cache-size", size);
-        if (max < (64L << 20)) {
-            throw new UsageError("--cache-size must be at least 64M: " + size);
-        }
-        return new CacheConfig(directory.toAbsolutePath().normalize(), max, minFreePercent);
-    }
 }

@@ -1,6 +1,5 @@
 package io.os2g.cli;
 
-import io.os2g.csi.CsiServer;
 import io.os2g.runtime.CsiPlugin;
 import io.os2g.runtime.MountConfigBuilder;
 import io.os2g.runtime.UsageError;
@@ -65,25 +64,16 @@ final class CsiCommand implements Callable<Integer> {
         if (!"root".equals(System.getProperty("user.name"))) {
             throw new UsageError("os2g csi mounts for pods: run it as root (a privileged container)");
         }
-        socket("--endpoint", endpoint);
+        CsiPlugin.socket("--endpoint", endpoint);
         Path state = stateDir.toAbsolutePath().normalize();
         CsiPlugin plugin = CsiPlugin.start(new CsiPlugin.Config(endpoint, nodeId, version(), state,
                 secretsDir.toAbsolutePath().normalize(), stagingDir.toAbsolutePath().normalize(), mountCommand(),
-                new VolumeAttributes(state), mounter == null ? null : socket("--mounter", mounter),
+                new VolumeAttributes(state), mounter == null ? null : CsiPlugin.socket("--mounter", mounter),
                 agent == null ? null : MountConfigBuilder.agentSocket(agent)));
         Runtime.getRuntime().addShutdownHook(new Thread(plugin::close, "os2g-csi-shutdown"));
         LOG.info("CSI node plugin {} for node {} listening on unix:{} (mounts in {})", version(), nodeId, plugin.socket(), state);
         plugin.awaitTermination();
         return 0;
-    }
-
-    /** The socket path {@code option} gives, or its one-line refusal. */
-    static Path socket(String option, String value) {
-        try {
-            return CsiServer.socketPath(value);
-        } catch (IllegalArgumentException e) {
-            throw new UsageError(option + " " + e.getMessage());
-        }
     }
 
     /** {@code os2g mount} on this very build: this JVM with its options and class path. */

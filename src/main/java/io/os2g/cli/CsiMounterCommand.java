@@ -1,6 +1,6 @@
 package io.os2g.cli;
 
-import io.os2g.csi.Mounter;
+import io.os2g.runtime.CsiPlugin;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
@@ -28,13 +28,17 @@ final class CsiMounterCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         service.configureLogging();
-        Mounter mounter = Mounter.start(CsiCommand.socket("--listen", listen));
+        AutoCloseable mounter = CsiPlugin.startMounter(listen);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            mounter.close();
+            try {
+                mounter.close();
+            } catch (Exception e) {
+                LOG.warn("mounter stopped uncleanly: {}", e.toString());
+            }
             stopped.countDown();
         }, "os2g-mounter-shutdown"));
-        LOG.info("mounter listening on unix:{}", mounter.socket());
+        LOG.info("mounter listening on {}", listen);
         stopped.await();
         return 0;
     }

@@ -38,7 +38,7 @@ final class IndexCommand implements Callable<Integer> {
         }
         String bucket = source.substring(0, slash);
         long start = System.nanoTime();
-        TarIndexer.Indexed index = TarIndexer.index(store.config(bucket), source.substring(slash + 1), output == null);
+        TarIndexer.Indexed index = TarIndexer.index(store.settings(), bucket, source.substring(slash + 1), output == null);
         if (index.problem() != null) {
             System.err.println("os2g: " + index.key() + " is corrupt (" + index.problem() + "): no index written");
             return 1;

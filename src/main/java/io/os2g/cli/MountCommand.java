@@ -163,7 +163,7 @@ final class MountCommand implements Callable<Integer> {
     /** The mount these words ask for, the rules between them checked. */
     MountConfig config() {
         return new MountConfigBuilder(source, mountPoint)
-                .store(store::config, store.readDeadline(), store.maxFetches)
+                .store(store.settings())
                 .agent(agent, agentReplies)
                 .fuseOptions(fuseOptions)
                 .ownership(uid, gid, fileMode, dirMode)
@@ -175,7 +175,7 @@ final class MountCommand implements Callable<Integer> {
                 .fsname(fsname)
                 .daemon(daemon)
                 .metrics(service.metricsAddress())
-                .cache(cache.config())
+                .cache(cache.directory, cache.size, cache.minFreePercent)
                 .build();
     }
 }

@@ -66,7 +66,7 @@ public final class Os2g implements Runnable {
             } else {
                 System.err.println("os2g: " + (e.getMessage() != null ? e.getMessage() : e.toString()) + " (--debug shows more)");
             }
-            return e instanceof io.os2g.ErrnoException || e instanceof io.os2g.host.FuseMount.MountException ? USAGE : 1;
+            return e instanceof io.os2g.ErrnoException ? USAGE : 1;
         });
         cli.setParameterExceptionHandler((e, a) -> {
             String command = e.getCommandLine().getCommandName().equals("os2g") ? "os2g" : "os2g " + e.getCommandLine().getCommandName();

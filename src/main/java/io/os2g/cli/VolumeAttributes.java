@@ -1,7 +1,6 @@
 package io.os2g.cli;
 
-import io.os2g.csi.CsiException;
-import io.os2g.csi.MountArguments;
+import io.os2g.runtime.CsiPlugin;
 import io.os2g.runtime.UsageError;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -19,7 +18,7 @@ import picocli.CommandLine.Model.OptionSpec;
  * is {@code --metadata-ttl forever}; a flag takes {@code "true"} or {@code "false"}). Each attribute is checked
  * alone and then all together, by the checks {@code os2g mount} makes, so that an error names its attribute.
  */
-final class VolumeAttributes implements MountArguments {
+final class VolumeAttributes implements CsiPlugin.VolumeOptions {
 
     static final String BUCKET = "bucket";
     static final String PREFIX = "prefix";
@@ -36,14 +35,14 @@ final class VolumeAttributes implements MountArguments {
     }
 
     @Override
-    public List<String> of(Map<String, String> attributes) throws CsiException {
+    public List<String> of(Map<String, String> attributes) {
         String bucket = attributes.get(BUCKET);
         if (bucket == null || bucket.isBlank()) {
-            throw CsiException.invalid("volume attribute " + BUCKET + " is required");
+            throw new UsageError("volume attribute " + BUCKET + " is required");
         }
         String prefix = attributes.getOrDefault(PREFIX, "");
         if (prefix.startsWith("/") || bucket.contains("/")) {
-            throw CsiException.invalid("volume attributes " + BUCKET + " and " + PREFIX + " name a bucket and a key prefix: "
+            throw new UsageError("volume attributes " + BUCKET + " and " + PREFIX + " name a bucket and a key prefix: "
                     + bucket + ", " + prefix);
         }
         List<String> words = new ArrayList<>(List.of(prefix.isEmpty() ? bucket : bucket + "/" + prefix));
@@ -59,35 +58,35 @@ final class VolumeAttributes implements MountArguments {
         return words;
     }
 
-    private List<String> option(String name, String value) throws CsiException {
+    private List<String> option(String name, String value) {
         if (PLUGIN_ONLY.contains(name)) {
-            throw CsiException.invalid("volume attribute " + name + " is the plugin's to set, not the volume's");
+            throw new UsageError("volume attribute " + name + " is the plugin's to set, not the volume's");
         }
         OptionSpec option = name.matches("[a-z0-9_]+") ? mount.findOption("--" + name.replace('_', '-')) : null;
         if (option == null) {
-            throw CsiException.invalid("volume attribute " + name + " is not an os2g mount option (docs/KUBERNETES.md lists them)");
+            throw new UsageError("volume attribute " + name + " is not an os2g mount option (docs/KUBERNETES.md lists them)");
         }
         if (option.arity().max() == 0) {
             return switch (value) {
                 case "true" -> List.of(option.longestName());
                 case "false" -> List.of();
-                default -> throw CsiException.invalid("volume attribute " + name + " is a flag: \"true\" or \"false\", not \"" + value + "\"");
+                default -> throw new UsageError("volume attribute " + name + " is a flag: \"true\" or \"false\", not \"" + value + "\"");
             };
         }
         if (value.isEmpty()) {
-            throw CsiException.invalid("volume attribute " + name + " needs a value");
+            throw new UsageError("volume attribute " + name + " needs a value");
         }
         return List.of(option.longestName(), value);
     }
 
     /** Parses {@code options} as {@code os2g mount} would, unsigned at a plain directory; {@code what} names the culprit. */
-    private void check(String source, List<String> options, String what) throws CsiException {
+    private void check(String source, List<String> options, String what) {
         List<String> args = new ArrayList<>(List.of(source, checkedAt.toString(), "--no-sign-request"));
         args.addAll(options);
         try {
             MountCommand.parse(args.toArray(String[]::new)).config();
         } catch (UsageError | CommandLine.ParameterException e) {
-            throw CsiException.invalid(what + ": " + e.getMessage());
+            throw new UsageError(what + ": " + e.getMessage());
         }
     }
 }

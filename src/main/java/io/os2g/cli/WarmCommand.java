@@ -1,6 +1,6 @@
 package io.os2g.cli;
 
-import io.os2g.metrics.Stats;
+import io.os2g.runtime.MountStats;
 import io.os2g.runtime.Preflight;
 import io.os2g.runtime.Sizes;
 import io.os2g.runtime.UsageError;
@@ -168,7 +168,7 @@ final class WarmCommand implements Callable<Integer> {
 
     private static Map<String, Object> stats(Path root) throws IOException {
         try {
-            return Stats.parse(Files.readString(root.resolve(".os2g/stats")));
+            return MountStats.read(root);
         } catch (NoSuchFileException e) {
             throw new UsageError("warm: " + root + " is no longer an os2g mount");
         }

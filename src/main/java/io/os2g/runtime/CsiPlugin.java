@@ -1,14 +1,17 @@
 package io.os2g.runtime;
 
+import io.os2g.csi.CsiException;
 import io.os2g.csi.CsiServer;
 import io.os2g.csi.MountArguments;
 import io.os2g.csi.MountStarter;
+import io.os2g.csi.Mounter;
 import io.os2g.csi.MounterClient;
 import io.os2g.csi.NodeVolumes;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -28,7 +31,17 @@ public final class CsiPlugin implements AutoCloseable {
      * @param agent the node agent's socket, or null for mounts with their own store client
      */
     public record Config(String endpoint, String nodeId, String version, Path stateDir, Path secretsDir, Path stagingDir,
-                         List<String> mountCommand, MountArguments attributes, Path mounter, Path agent) {
+                         List<String> mountCommand, VolumeOptions attributes, Path mounter, Path agent) {
+    }
+
+    /**
+     * Turns a volume's attributes into the words of an {@code os2g mount} command: the source
+     * ({@code BUCKET[/PREFIX]}) first, then the options, checked by the mount's own rules.
+     */
+    @FunctionalInterface
+    public interface VolumeOptions {
+        /** @throws UsageError naming the attribute that is unknown, malformed or not allowed (the call's INVALID_ARGUMENT) */
+        List<String> of(Map<String, String> attributes);
     }
 
     private final CsiServer server;
@@ -52,9 +65,33 @@ public final class CsiPlugin implements AutoCloseable {
                     + "credentials would be written to disk");
         }
         MountStarter starter = config.mounter() == null ? MountStarter.local() : new MounterClient(config.mounter());
+        MountArguments arguments = attributes -> {
+            try {
+                return config.attributes().of(attributes);
+            } catch (UsageError e) {
+                throw CsiException.invalid(e.getMessage());
+            }
+        };
         NodeVolumes volumes = new NodeVolumes(config.stateDir(), config.secretsDir(), config.stagingDir(), config.mountCommand(),
-                config.attributes(), starter, config.agent());
+                arguments, starter, config.agent());
         return new CsiPlugin(CsiServer.start(config.endpoint(), config.nodeId(), config.version(), volumes));
+    }
+
+    /**
+     * Runs the mount processes of the node's plugins ({@code os2g csi-mounter}) on {@code listen}
+     * ({@code unix:///PATH}) until closed; its mounts end with it.
+     */
+    public static AutoCloseable startMounter(String listen) throws IOException {
+        return Mounter.start(socket("--listen", listen));
+    }
+
+    /** The socket path {@code option} gives ({@code unix:///PATH}), or its one-line refusal. */
+    public static Path socket(String option, String value) {
+        try {
+            return CsiServer.socketPath(value);
+        } catch (IllegalArgumentException e) {
+            throw new UsageError(option + " " + e.getMessage());
+        }
     }
 
     public Path socket() {

@@ -183,6 +183,9 @@ public final class Gateway implements AutoCloseable {
                     split.lendDevice(new FuseDeviceLender(device));
                 }
             });
+        } catch (FuseMount.MountException e) {
+            close();
+            throw new UsageError(e.getMessage()); // the mount point, fusermount3, the kernel's refusal: the user's to fix
         } catch (RuntimeException e) {
             close();
             throw e;

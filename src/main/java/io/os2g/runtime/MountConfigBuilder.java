@@ -61,7 +61,9 @@ public final class MountConfigBuilder {
     private String fsname;
     private boolean daemon;
     private InetSocketAddress metricsAddress;
-    private CacheConfig cache;
+    private Path cacheDir;
+    private String cacheSize;
+    private int cacheMinFree = 5;
 
     /**
      * @param source {@code BUCKET[/PREFIX]}
@@ -73,6 +75,12 @@ public final class MountConfigBuilder {
     }
 
     /** How to reach a bucket (endpoint, credentials, retries); not asked with an agent, which reaches the store itself. */
+    public MountConfigBuilder store(StoreSettings settings) {
+        settings.retry(); // its options' errors now, before anything starts
+        return store(settings::config, settings.readDeadline(), settings.maxFetches());
+    }
+
+    /** As above, from its parts (a test's store). */
     public MountConfigBuilder store(Function<String, StoreConfig> storeOf, Duration readDeadline, int maxFetches) {
         this.storeOf = storeOf;
         this.readDeadline = readDeadline;
@@ -158,9 +166,11 @@ public final class MountConfigBuilder {
         return this;
     }
 
-    /** The mount's own disk cache; null for none. */
-    public MountConfigBuilder cache(CacheConfig config) {
-        this.cache = config;
+    /** The mount's own disk cache: {@code --cache-dir} (null for none), {@code --cache-size} (null: the file system's room), {@code --cache-min-free}. */
+    public MountConfigBuilder cache(Path directory, String size, int minFreePercent) {
+        this.cacheDir = directory;
+        this.cacheSize = size;
+        this.cacheMinFree = minFreePercent;
         return this;
     }
 
@@ -188,11 +198,9 @@ public final class MountConfigBuilder {
             throw new UsageError("--staging-size (" + stagingSize + ") is below one chunk (--chunk-size " + chunkSize + ")");
         }
         long readahead = Sizes.parse("--max-readahead", maxReadahead);
+        CacheConfig cache = CacheSettings.config(cacheDir, cacheSize, cacheMinFree);
         if (cache != null && agent != null) {
             throw new UsageError("the disk cache is the agent's: give --cache-dir to os2g agent, not to a mount with --agent");
-        }
-        if (gpu != null && gpu < 0) {
-            throw new UsageError("--gpu must be a CUDA device number (0, 1, ...): " + gpu);
         }
         boolean replies = switch (agentReplies) {
             case "on" -> true;
@@ -214,9 +222,7 @@ public final class MountConfigBuilder {
                 : preOpened ? preOpenedStagingDir() : PrivateDirectory.sharedMemoryParent().resolve(mountId(mount));
         StagingConfig stagingConfig = StagingConfig.of(dir, staging, readDeadline);
 
-        if ((allowOverwrite || allowDelete) && !allowWrites) {
-            throw new UsageError((allowOverwrite ? "--allow-overwrite" : "--allow-delete") + " needs --allow-writes");
-        }
+        checkWrites(allowWrites, allowOverwrite, allowDelete);
         if (allowWrites && staging < MIN_WRITE_STAGING) {
             throw new UsageError("--allow-writes needs --staging-size of at least " + Sizes.format(MIN_WRITE_STAGING)
                     + " (written files are uploaded from it in parts of 8M): " + stagingSize);
@@ -228,7 +234,7 @@ public final class MountConfigBuilder {
 
         return new MountConfig(storeConfig, bucket, prefix, ttl, stagingConfig, agentConfig, fs, mount, kernelOptions(ttl),
                 agent == null ? null : agentSocket(agent), replies, expandTar, decompress, metricsAddress,
-                gpu == null ? -1 : gpu, cache);
+                gpuDevice(gpu), cache);
     }
 
     /** The kernel mount's options: os2g's own, then the user's (without {@code ro}: a read-only mount answers EROFS itself). */
@@ -257,6 +263,21 @@ public final class MountConfigBuilder {
             throw new UsageError(e.getMessage());
         }
         return options;
+    }
+
+    /** A CUDA device number given, or -1 for none. */
+    static int gpuDevice(Integer gpu) {
+        if (gpu != null && gpu < 0) {
+            throw new UsageError("--gpu must be a CUDA device number (0, 1, ...): " + gpu);
+        }
+        return gpu == null ? -1 : gpu;
+    }
+
+    /** Overwrites and deletes are kinds of writes: each needs writes allowed. */
+    static void checkWrites(boolean allowWrites, boolean allowOverwrite, boolean allowDelete) {
+        if ((allowOverwrite || allowDelete) && !allowWrites) {
+            throw new UsageError((allowOverwrite ? "--allow-overwrite" : "--allow-delete") + " needs --allow-writes");
+        }
     }
 
     /** The socket path of {@code unix:PATH}. */

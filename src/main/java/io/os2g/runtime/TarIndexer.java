@@ -4,7 +4,6 @@ import io.os2g.agent.StoreRangeSource;
 import io.os2g.codec.TarIndex;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.ObjectSummary;
-import io.os2g.store.StoreConfig;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -31,8 +30,8 @@ public final class TarIndexer {
      *
      * @throws UsageError no such object, or the store refusing
      */
-    public static Indexed index(StoreConfig config, String key, boolean upload) throws IOException {
-        try (MinioObjectStore objects = Preflight.openStore(config)) {
+    public static Indexed index(StoreSettings store, String bucket, String key, boolean upload) throws IOException {
+        try (MinioObjectStore objects = Preflight.openStore(store.config(bucket))) {
             ObjectSummary tar = find(objects, key);
             TarIndex index = TarIndex.fromHeaders(StoreRangeSource.of(objects, key, tar.etag()), tar.size());
             if (index.problem() != null) {

@@ -12,7 +12,6 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
-import io.os2g.csi.CsiException;
 import io.os2g.csi.CsiServer;
 import io.os2g.runtime.MountConfigBuilder;
 import java.io.IOException;
@@ -207,7 +206,7 @@ class DeployManifestsTest {
     }
 
     @Test
-    void theExamplesVolumesAreOnesThePluginPublishes() throws IOException, CsiException {
+    void theExamplesVolumesAreOnesThePluginPublishes() throws IOException {
         VolumeAttributes attributes = new VolumeAttributes(tmp);
         int volumes = 0;
         List<Path> files;

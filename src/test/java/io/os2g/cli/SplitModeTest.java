@@ -74,7 +74,7 @@ class SplitModeTest {
         AgentCommand command = new AgentCommand();
         new picocli.CommandLine(command).parseArgs("--listen", "unix:" + socket, "--endpoint", s3.endpoint().toString(),
                 "--credentials-file", credentials.toString(), "--request-timeout", "2", "--retries", "1");
-        return AgentService.start(new AgentServiceConfig(socket, stagingParent, command.store::config, command.store.readDeadline(),
+        return AgentService.start(new AgentServiceConfig(socket, stagingParent, command.store.settings()::config, command.store.settings().readDeadline(),
                 8, -1, null, null, new io.os2g.agent.AgentPolicy(java.util.List.of(), true, true, true)));
     }
 

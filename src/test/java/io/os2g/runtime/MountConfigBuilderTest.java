@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.os2g.diskcache.CacheConfig;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -95,9 +94,18 @@ class MountConfigBuilderTest {
         assertNull(split.store(), "with an agent this process resolves no credentials");
         assertTrue(refusal(mount("data").agent("tcp://host:1", "on")).contains("--agent must be unix:PATH"));
         assertTrue(refusal(mount("data").agent("unix:/a.sock", "maybe")).contains("--agent-replies must be on or off"));
-        assertTrue(refusal(mount("data").agent("unix:/a.sock", "on").cache(new CacheConfig(staging, 1L << 30, 5)))
+        assertTrue(refusal(mount("data").agent("unix:/a.sock", "on").cache(staging, "1G", 5))
                 .contains("the disk cache is the agent's"));
         assertTrue(refusal(mount("data").gpu(-2)).contains("--gpu"));
+    }
+
+    @Test
+    void aDiskCacheIsBoundedSensibly() {
+        assertEquals(1L << 30, mount("data").cache(staging, "1G", 5).build().cache().maxBytes());
+        assertNull(mount("data").build().cache());
+        assertTrue(refusal(mount("data").cache(null, "1G", 5)).contains("--cache-size needs --cache-dir"));
+        assertTrue(refusal(mount("data").cache(staging, "1M", 5)).contains("at least 64M"));
+        assertTrue(refusal(mount("data").cache(staging, null, 95)).contains("--cache-min-free"));
     }
 
     @Test
