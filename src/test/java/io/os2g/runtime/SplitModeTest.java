@@ -1,4 +1,4 @@
-package io.os2g.cli;
+package io.os2g.runtime;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -16,9 +16,6 @@ import io.os2g.link.OpenRequest;
 import io.os2g.link.ReadRequest;
 import io.os2g.link.SocketLink;
 import io.os2g.namespace.InodeTable;
-import io.os2g.runtime.AgentService;
-import io.os2g.runtime.AgentServiceConfig;
-import io.os2g.runtime.Gateway;
 import io.os2g.staging.ChunkKey;
 import io.os2g.staging.StagedChunk;
 import io.os2g.staging.StagingView;
@@ -68,14 +65,12 @@ class SplitModeTest {
         server = startAgent();
     }
 
-    /** An agent as {@code os2g agent} composes it, from its command line. */
+    /** An agent as {@code os2g agent} composes it: 2 s requests, one retry, 8 fetches, writes of every kind allowed. */
     private AgentService startAgent() throws Exception {
-        Path credentials = S3Fixture.credentialsFile(tmp);
-        AgentCommand command = new AgentCommand();
-        new picocli.CommandLine(command).parseArgs("--listen", "unix:" + socket, "--endpoint", s3.endpoint().toString(),
-                "--credentials-file", credentials.toString(), "--request-timeout", "2", "--retries", "1");
-        return AgentService.start(new AgentServiceConfig(socket, stagingParent, command.store.settings()::config, command.store.settings().readDeadline(),
-                8, -1, null, null, new io.os2g.agent.AgentPolicy(java.util.List.of(), true, true, true)));
+        StoreSettings store = new StoreSettings(s3.endpoint().toString(), null, null, S3Fixture.credentialsFile(tmp), false, null,
+                false, false, 8, 2, 1);
+        return AgentService.start(new AgentServiceConfigBuilder("unix:" + socket).store(store).stagingDir(stagingParent)
+                .policy(java.util.List.of(), true, true, true).build());
     }
 
     @AfterEach
@@ -131,8 +126,8 @@ class SplitModeTest {
         byte[] body = S3Fixture.bytes(3 * (1 << 20) + 1000, 11);
         s3.put("data", "dir/big.bin", body);
         Path mnt = Files.createDirectory(tmp.resolve("mnt"));
-        Gateway gateway = Gateway.open(MountCommand.parse("data", mnt.toString(), "--agent", "unix:" + socket,
-                "--chunk-size", "1M", "--agent-replies", agentReplies).config());
+        Gateway gateway = Gateway.open(new MountConfigBuilder("data", mnt.toString()).agent("unix:" + socket, agentReplies)
+                .staging(null, "1G", "1M", "256M", 256).build());
         try {
             assertArrayEquals(body, Files.readAllBytes(mnt.resolve("dir/big.bin")));
             try (var channel = java.nio.channels.FileChannel.open(mnt.resolve("dir/big.bin"))) {
@@ -170,7 +165,7 @@ class SplitModeTest {
             s3.put("data", "f/" + i, S3Fixture.bytes(1000 + i, i));
         }
         Path mnt = Files.createDirectory(tmp.resolve("mnt"));
-        Gateway gateway = Gateway.open(MountCommand.parse("data", mnt.toString(), "--agent", "unix:" + socket).config());
+        Gateway gateway = Gateway.open(new MountConfigBuilder("data", mnt.toString()).agent("unix:" + socket, "on").build());
         java.util.concurrent.atomic.AtomicLong returned = new java.util.concurrent.atomic.AtomicLong();
         try (var pool = java.util.concurrent.Executors.newFixedThreadPool(readers)) {
             java.util.List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();

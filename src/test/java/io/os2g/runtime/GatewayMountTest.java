@@ -1,4 +1,4 @@
-package io.os2g.cli;
+package io.os2g.runtime;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.os2g.agent.AgentConfig;
 import io.os2g.fuse.MountTable;
-import io.os2g.runtime.Gateway;
 import io.os2g.support.S3Fixture;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -60,8 +60,7 @@ class GatewayMountTest {
                 .put("data", "odd name ü.txt", small);
         mnt = Files.createDirectory(tmp.resolve("mnt"));
         staging = tmp.resolve("staging");
-        gateway = TestMounts.mount(s3, tmp, mnt, "--staging-size", "1M", "--chunk-size", "64K", "--max-readahead", "256K",
-                "--max-fetches", "8");
+        gateway = TestMounts.mount(s3, tmp, mnt, "256K", AgentConfig.DEFAULT_DIRECTORY_PREFETCH, 8);
     }
 
     @AfterEach

@@ -1,10 +1,9 @@
-package io.os2g.cli;
+package io.os2g.runtime;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.os2g.runtime.Gateway;
 import io.os2g.support.S3Fixture;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,7 +52,7 @@ class SplicedReadsMountTest {
             s3.put("data", "f/" + i + ".bin", bodies.get(i));
         }
         mnt = Files.createDirectory(tmp.resolve("mnt"));
-        gateway = TestMounts.mount(s3, tmp, mnt, "--staging-size", "1M", "--chunk-size", "64K", "--max-readahead", "128K");
+        gateway = TestMounts.mount(s3, tmp, mnt, "128K");
     }
 
     @AfterEach

@@ -1,4 +1,4 @@
-package io.os2g.cli;
+package io.os2g.runtime;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.os2g.runtime.Gateway;
+import io.os2g.agent.AgentConfig;
 import io.os2g.support.S3Fixture;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.Arena;
@@ -68,8 +68,7 @@ class ExtentLeaseMountTest {
             s3.put("data", "other/" + i + ".bin", S3Fixture.bytes(2 * CHUNK, 100 + i));
         }
         mnt = Files.createDirectory(tmp.resolve("mnt"));
-        gateway = TestMounts.mount(s3, tmp, mnt, "--staging-size", "1M", "--chunk-size", "64K", "--max-readahead", "128K",
-                "--dir-prefetch", "0");
+        gateway = TestMounts.mount(s3, tmp, mnt, "128K", 0, AgentConfig.DEFAULT_MAX_IN_FLIGHT);
     }
 
     @AfterEach
