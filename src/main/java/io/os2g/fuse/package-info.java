@@ -18,7 +18,8 @@
  * <p>A session may also leave a READ to another process that holds the same open {@code /dev/fuse}
  * ({@link io.os2g.fuse.ReadReply#forward}, {@link io.os2g.fuse.ForwardedRead}): the descriptor is lent
  * with SCM_RIGHTS ({@link io.os2g.fuse.DeviceHandoff}) and that process writes the reply
- * ({@link io.os2g.fuse.LentDeviceReplies}). Structs are read and written at the offsets of
- * {@code include/uapi/linux/fuse.h}; {@code docs/FUSE-PROTOCOL.md} lists the opcodes and INIT flags used.
+ * ({@link io.os2g.fuse.LentDeviceReplies}). Structs are read and written by the named fields of
+ * {@code FuseAbi}, the layouts of {@code include/uapi/linux/fuse.h}; {@code FuseWorkers} are the serving
+ * threads; {@code docs/FUSE-PROTOCOL.md} lists the opcodes and INIT flags used.
  */
 package io.os2g.fuse;
