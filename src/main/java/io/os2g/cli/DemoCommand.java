@@ -6,7 +6,6 @@ import io.os2g.runtime.MountConfig;
 import io.os2g.runtime.Preflight;
 import io.os2g.runtime.Sizes;
 import io.os2g.runtime.UsageError;
-import io.os2g.s3server.S3Server;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -88,17 +87,18 @@ final class DemoCommand implements Callable<Integer> {
         Process server = startServer(data);
         Gateway gateway = null;
         try {
-            String endpoint = readEndpoint(server);
+            Listening listening = readEndpoint(server);
+            String endpoint = listening.endpoint();
             DemoDataset dataset = new DemoDataset(files, largeFiles, Sizes.parse("--large-size", largeSize));
             say("S3 server (S3Proxy, filesystem backend%s) at %s", latencyMs > 0 ? ", " + latencyMs + " ms latency" : "", endpoint);
             long t0 = System.nanoTime();
-            MinioClient client = MinioClient.builder().endpoint(endpoint).credentials(S3Server.ACCESS_KEY, S3Server.SECRET_KEY).build();
+            MinioClient client = MinioClient.builder().endpoint(endpoint).credentials(listening.accessKey(), listening.secretKey()).build();
             dataset.upload(client, BUCKET, 4);
             say("seeded s3://%s: %d files of ~125 KB in %d classes + %d x %s in %.1f s", BUCKET, files, DemoDataset.CLASSES,
                     largeFiles, largeSize, seconds(System.nanoTime() - t0));
 
             MountCommand mountCommand = MountCommand.parse(BUCKET, mount.toString(), "--endpoint", endpoint,
-                    "--credentials-file", writeCredentials(work).toString(), "--metadata-ttl", "forever",
+                    "--credentials-file", writeCredentials(work, listening).toString(), "--metadata-ttl", "forever",
                     "--staging-size", stagingSize);
             MountConfig config = mountCommand.config();
             gateway = Gateway.open(config);
@@ -229,20 +229,27 @@ final class DemoCommand implements Callable<Integer> {
         return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.DISCARD).start();
     }
 
-    private static String readEndpoint(Process server) throws IOException {
+    /** What the server's first lines say: its endpoint and its (fixed, public) keys. */
+    private record Listening(String endpoint, String accessKey, String secretKey) {
+    }
+
+    private static Listening readEndpoint(Process server) throws IOException {
         BufferedReader out = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
+        String[] keys = null;
         for (String line; (line = out.readLine()) != null; ) {
-            if (line.startsWith("endpoint ")) {
-                return line.substring("endpoint ".length()).strip();
+            if (line.startsWith("credentials ")) {
+                keys = line.strip().split(" ");
+            } else if (line.startsWith("endpoint ") && keys != null && keys.length == 3) {
+                return new Listening(line.substring("endpoint ".length()).strip(), keys[1], keys[2]);
             }
         }
         throw new IOException("the S3 server exited before it listened");
     }
 
-    private static Path writeCredentials(Path work) throws IOException {
+    private static Path writeCredentials(Path work, Listening server) throws IOException {
         Path file = work.resolve("credentials");
-        Files.writeString(file, "[default]\naws_access_key_id = " + S3Server.ACCESS_KEY
-                + "\naws_secret_access_key = " + S3Server.SECRET_KEY + "\n");
+        Files.writeString(file, "[default]\naws_access_key_id = " + server.accessKey()
+                + "\naws_secret_access_key = " + server.secretKey() + "\n");
         return file;
     }
 

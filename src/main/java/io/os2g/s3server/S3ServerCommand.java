@@ -48,7 +48,8 @@ public final class S3ServerCommand implements Callable<Integer> {
             if (bucket != null && !server.blobStore().containerExists(bucket)) {
                 server.blobStore().createContainerInLocation(null, bucket);
             }
-            // the one line scripts wait for
+            // its fixed, public keys, then the one line scripts wait for
+            System.out.println("credentials " + S3Server.ACCESS_KEY + " " + S3Server.SECRET_KEY);
             System.out.println("endpoint " + server.endpoint());
             System.out.flush();
             new CountDownLatch(1).await();
