@@ -88,9 +88,14 @@ def test_the_s3_server_is_installed_only_when_asked(tmp_path):
     proc = subprocess.Popen([str(tmp_path / "full/bin/os2g"), "s3-server", "--memory"], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().startswith("endpoint http://127.0.0.1:")
+        assert proc.stdout.readline().split()[0] == "credentials"
     finally:
         proc.kill()
         proc.wait(30)
+    # the installed demo: its own server, seeded, mounted, every byte verified, unmounted
+    r = subprocess.run([str(tmp_path / "full/bin/os2g"), "demo", "--files", "100", "--large-files", "1", "--large-size", "8M",
+                        "--exit"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "bytes verified" in r.stdout + r.stderr, r.stdout + r.stderr
     # a plain reinstall over it takes the server away again
     install(tmp_path / "full")
     assert not (full / "s3-server-lib").exists()

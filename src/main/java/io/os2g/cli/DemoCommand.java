@@ -235,12 +235,15 @@ final class DemoCommand implements Callable<Integer> {
 
     private static Listening readEndpoint(Process server) throws IOException {
         BufferedReader out = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
-        String[] keys = null;
+        String endpoint = null;
         for (String line; (line = out.readLine()) != null; ) {
-            if (line.startsWith("credentials ")) {
-                keys = line.strip().split(" ");
-            } else if (line.startsWith("endpoint ") && keys != null && keys.length == 3) {
-                return new Listening(line.substring("endpoint ".length()).strip(), keys[1], keys[2]);
+            if (line.startsWith("endpoint ")) {
+                endpoint = line.substring("endpoint ".length()).strip();
+            } else if (line.startsWith("credentials ") && endpoint != null) {
+                String[] keys = line.strip().split(" ");
+                if (keys.length == 3) {
+                    return new Listening(endpoint, keys[1], keys[2]);
+                }
             }
         }
         throw new IOException("the S3 server exited before it listened");

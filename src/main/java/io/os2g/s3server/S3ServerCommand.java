@@ -48,9 +48,9 @@ public final class S3ServerCommand implements Callable<Integer> {
             if (bucket != null && !server.blobStore().containerExists(bucket)) {
                 server.blobStore().createContainerInLocation(null, bucket);
             }
-            // its fixed, public keys, then the one line scripts wait for
-            System.out.println("credentials " + S3Server.ACCESS_KEY + " " + S3Server.SECRET_KEY);
+            // the line scripts wait for, then its fixed, public keys
             System.out.println("endpoint " + server.endpoint());
+            System.out.println("credentials " + S3Server.ACCESS_KEY + " " + S3Server.SECRET_KEY);
             System.out.flush();
             new CountDownLatch(1).await();
         }
