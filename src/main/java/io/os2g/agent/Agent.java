@@ -250,14 +250,14 @@ public final class Agent implements AutoCloseable {
     }
 
     /** Small files fetched into the disk cache ahead of their open, for the directory they are in. */
-    /** Whether the disk cache's fills are at rest: see {@link ChunkFetcher#fillsAtRest}. */
+    /** Whether the directory fills of the disk cache are at rest: see {@link DirectoryPrefetcher#fillsAtRest}. */
     boolean fillsAtRest() {
-        return fetcher.fillsAtRest();
+        return prefetcher.fillsAtRest();
     }
 
-    /** Fills of the disk cache asked for so far. */
+    /** Directory fills of the disk cache asked for so far. */
     long fillsAsked() {
-        return fetcher.fillsAsked();
+        return prefetcher.fillsAsked();
     }
 
     public long filledFiles() {

@@ -71,8 +71,6 @@ final class ChunkFetcher implements AutoCloseable {
     private final Semaphore fillSlots = new Semaphore(FILLS_IN_FLIGHT);
     private final ConcurrentHashMap<ChunkKey, CompletableFuture<Void>> fills = new ConcurrentHashMap<>();
     private final LongAdder filled = new LongAdder();
-    private final LongAdder fillsAsked = new LongAdder();
-    private final LongAdder fillsSettled = new LongAdder();
 
     /**
      * Fills in flight at once: enough to keep ahead of a loader's reads at the store's latency, few
@@ -314,7 +312,6 @@ final class ChunkFetcher implements AutoCloseable {
         if (fills.putIfAbsent(key, done) != null) {
             return CompletableFuture.completedFuture(null);
         }
-        fillsAsked.increment();
         try {
             executor.execute(() -> {
                 try {
@@ -342,32 +339,17 @@ final class ChunkFetcher implements AutoCloseable {
                     LOG.debug("fill of {} into the disk cache failed: {}", file.key(), e.toString());
                 }
                 fills.remove(key, done);
-                done.complete(null); // runs what waits for it, which may ask for the next fill
-                fillsSettled.increment();
+                done.complete(null);
             });
         } catch (RejectedExecutionException e) {
             fills.remove(key, done);
             done.complete(null); // shutting down
-            fillsSettled.increment();
         }
         return done;
     }
 
     long filledFiles() {
         return filled.sum();
-    }
-
-    /**
-     * Whether every fill asked for has ended (filled, found there already, or failed) and nothing that
-     * ran on its end asked for another: the directory fills are at rest until the next open.
-     */
-    boolean fillsAtRest() {
-        return fillsSettled.sum() == fillsAsked.sum();
-    }
-
-    /** Fills asked for so far (each file once while it is being filled). */
-    long fillsAsked() {
-        return fillsAsked.sum();
     }
 
     /** The staged bytes of {@code key} into {@code target} (the disk cache's writer); false once they are evicted. */

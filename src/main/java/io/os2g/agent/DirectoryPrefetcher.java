@@ -67,6 +67,8 @@ final class DirectoryPrefetcher {
     private final int window;
     private final long budgetBytes;
     private final AtomicLong outstandingBytes = new AtomicLong();
+    private final LongAdder fillsAsked = new LongAdder();
+    private final LongAdder fillsEnded = new LongAdder();
     private final Cache<String, DirectoryState> directories;
     private final LongAdder prefetched = new LongAdder();
     /** Whether the shim has the kernel read whole files in the disk cache itself (FUSE passthrough). */
@@ -182,13 +184,28 @@ final class DirectoryPrefetcher {
             }
         }
         for (Node.File file : next) {
+            fillsAsked.increment();
             fetcher.fill(file).whenComplete((done, failed) -> {
                 synchronized (state) {
                     state.filling--;
                 }
-                fill(state);
+                fill(state); // asks for the next before this one counts as ended
+                fillsEnded.increment();
             });
         }
+    }
+
+    /**
+     * Whether every fill asked for has ended (filled, found there already, or failed) and none that
+     * ended asked for another: the directory fills are at rest until the next open.
+     */
+    boolean fillsAtRest() {
+        return fillsEnded.sum() == fillsAsked.sum(); // ended first: an ask made meanwhile keeps them apart
+    }
+
+    /** Fills of the disk cache asked for so far, one per file in listing order. */
+    long fillsAsked() {
+        return fillsAsked.sum();
     }
 
     /** Once {@code file} is staged, pins it for its reader, unless it was opened or its directory went meanwhile. */
