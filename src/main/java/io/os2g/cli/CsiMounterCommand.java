@@ -28,14 +28,10 @@ final class CsiMounterCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         service.configureLogging();
-        AutoCloseable mounter = CsiPlugin.startMounter(listen);
+        Runnable stop = CsiPlugin.startMounter(listen);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            try {
-                mounter.close();
-            } catch (Exception e) {
-                LOG.warn("mounter stopped uncleanly: {}", e.toString());
-            }
+            stop.run();
             stopped.countDown();
         }, "os2g-mounter-shutdown"));
         LOG.info("mounter listening on {}", listen);

@@ -79,10 +79,10 @@ public final class CsiPlugin implements AutoCloseable {
 
     /**
      * Runs the mount processes of the node's plugins ({@code os2g csi-mounter}) on {@code listen}
-     * ({@code unix:///PATH}) until closed; its mounts end with it.
+     * ({@code unix:///PATH}); returns what stops it (its mounts end with it).
      */
-    public static AutoCloseable startMounter(String listen) throws IOException {
-        return Mounter.start(socket("--listen", listen));
+    public static Runnable startMounter(String listen) throws IOException {
+        return Mounter.start(socket("--listen", listen))::close;
     }
 
     /** The socket path {@code option} gives ({@code unix:///PATH}), or its one-line refusal. */
