@@ -204,6 +204,24 @@ public final class Uploads implements AutoCloseable {
         return new ReservedPages(number, reservation.pages(), size);
     }
 
+    /**
+     * Reads the first {@code length} bytes of part {@code number} from {@code from} into its pages: a
+     * shim on another machine posts what it wrote, before it says the part is written.
+     *
+     * @throws IOException when the bytes end early (the link broke)
+     * @throws AgentException EINVAL when the part was not handed out or is smaller
+     */
+    public void receivePart(long handle, int number, int length, java.nio.channels.ReadableByteChannel from)
+            throws java.io.IOException {
+        Upload upload = upload(handle);
+        Reservation part = upload.open.get(number);
+        if (part == null || length < 0 || length > part.length()) {
+            throw new AgentException(Errno.EINVAL, upload.key + ": part " + number + " was not handed out, or holds "
+                    + length + " bytes", null);
+        }
+        part.receive(length, from);
+    }
+
     /** Part {@code number} holds {@code length} bytes (its whole capacity but for the last part): upload it. */
     public void partWritten(long handle, int number, int length) {
         Upload upload = upload(handle);

@@ -24,12 +24,43 @@ public final class ExtentIndex {
     /** How often a fetch that waits for space looks again for a chunk that became unpinned. */
     private static final long SPACE_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
-    /** A staged chunk as the writer tracks it; {@code freed} is guarded by the lock. */
+    /**
+     * Where the region's chunks are copied when its reader is on another machine: the agent's pages
+     * are posted to the host's region, into the same page and slot numbers. Called under the index's
+     * lock, in the order things happen to a slot, so it only queues: a chunk is {@link #posted} once
+     * whole, and {@link #recalled} when evicted here; its slot and pages stay taken until the other side
+     * frees them and says so ({@link ExtentIndex#returned}).
+     */
+    public interface Mirror {
+        void posted(int slot, ChunkKey key, long etagHash, int length, int[] pages);
+
+        void recalled(int slot);
+    }
+
+    /** A chunk the other side holds in its copy of the region, taken over when a session starts again. */
+    public record Held(int slot, ChunkKey key, long etagHash, int length, int[] pages) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Held h && h.slot == slot && h.key.equals(key) && h.etagHash == etagHash && h.length == length
+                    && java.util.Arrays.equals(h.pages, pages);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Objects.hash(slot, key, etagHash, length, java.util.Arrays.hashCode(pages));
+        }
+    }
+
+    /** A staged chunk as the writer tracks it; the flags are guarded by the lock. */
     static final class Entry {
         final ChunkKey key;
         final int slot;
         final int[] pages;
         boolean freed;
+        /** Posted to the mirror: freeing it waits for the mirror to give it back. */
+        boolean mirrored;
+        /** Evicted here, waiting for the mirror to free its copy. */
+        boolean recalled;
 
         Entry(ChunkKey key, int slot, int[] pages) {
             this.key = key;
@@ -48,6 +79,12 @@ public final class ExtentIndex {
     private final ArrayDeque<Entry> clock = new ArrayDeque<>();
     private final PageAllocator allocator;
     private final LongAdder evictions = new LongAdder();
+    /** Null where readers share this region's memory. */
+    private final Mirror mirror;
+    /** Chunks recalled from the mirror and not given back yet, by slot; guarded by {@link #lock}. */
+    private final HashMap<Integer, Entry> recalled = new HashMap<>();
+    /** Pages of {@link #recalled}: space that comes free once the mirror answers; guarded by {@link #lock}. */
+    private int recallingPages;
     /** Pages reserved by fetches not yet published or cancelled; guarded by {@link #lock}. */
     private int inFlightPages;
     /** Pages holding parts of files written through the mount, not yet uploaded; guarded by {@link #lock}. */
@@ -58,17 +95,63 @@ public final class ExtentIndex {
      *     shared table holds that many bytes' worth of page numbers
      */
     public ExtentIndex(StagingRegion region, long maxChunkBytes) {
+        this(region, maxChunkBytes, null, java.util.List.of());
+    }
+
+    /**
+     * An index whose chunks are mirrored into another machine's region ({@code mirror}), which already
+     * holds {@code held} (from an earlier session with this mirror): those start staged here, in their
+     * slots and pages, with no bytes on this side.
+     *
+     * @throws StagingException when {@code held} does not fit this region (slots or pages out of range or shared)
+     */
+    public ExtentIndex(StagingRegion region, long maxChunkBytes, Mirror mirror, java.util.List<Held> held) {
         this.region = region;
         this.reserveTimeout = region.config().reserveTimeout();
-        this.allocator = new PageAllocator(region.pageCount());
-        int maxPages = (int) Math.min(region.pageCount(), (maxChunkBytes + region.pageSize() - 1) / region.pageSize());
+        this.mirror = mirror;
+        int maxPages = maxPages(region.pageCount(), region.pageSize(), maxChunkBytes);
+        java.util.BitSet taken = heldPages(held, region.pageCount(), maxPages);
+        this.allocator = new PageAllocator(region.pageCount(), taken);
         try {
-            this.table = ExtentTable.create(region.config().directory(), region.pageCount(), Math.max(1, maxPages), region.arena());
+            this.table = ExtentTable.create(region.config().directory(), region.pageCount(), maxPages, region.arena());
         } catch (IOException e) {
             throw new StagingException("cannot create the extent table in " + region.config().directory() + ": "
                     + StagingDirectory.describe(e), e);
         }
         this.view = new StagingView(region, table, false);
+        for (Held h : held) {
+            if (h.slot() < 0 || h.slot() >= table.slotCount() || !table.isFree(h.slot())) {
+                throw new StagingException("held chunk in slot " + h.slot() + " does not fit a table of " + table.slotCount(), null);
+            }
+            table.publish(h.slot(), h.key().inode(), h.key().index(), h.etagHash(), h.length(), h.length(), h.pages());
+            Entry entry = new Entry(h.key(), h.slot(), h.pages());
+            entry.mirrored = true;
+            chunks.put(h.key(), entry);
+            clock.addLast(entry);
+        }
+    }
+
+    /** Pages a slot of the extent table holds: a chunk's worth, within the region. */
+    static int maxPages(int pageCount, int pageSize, long maxChunkBytes) {
+        return Math.max(1, (int) Math.min(pageCount, (maxChunkBytes + pageSize - 1) / pageSize));
+    }
+
+    /** The pages {@code held} takes, each once and in range, and each chunk's no more than a chunk's worth. */
+    private static java.util.BitSet heldPages(java.util.List<Held> held, int pageCount, int maxPages) {
+        java.util.BitSet taken = new java.util.BitSet(pageCount);
+        for (Held h : held) {
+            if (h.pages().length == 0 || h.pages().length > maxPages || h.length() < 0
+                    || h.length() > (long) h.pages().length * (1L << 30)) {
+                throw new StagingException("held chunk in slot " + h.slot() + " has " + h.pages().length + " pages", null);
+            }
+            for (int page : h.pages()) {
+                if (page < 0 || page >= pageCount || taken.get(page)) {
+                    throw new StagingException("held chunk in slot " + h.slot() + " names page " + page + " twice or out of range", null);
+                }
+                taken.set(page);
+            }
+        }
+        return taken;
     }
 
     StagingRegion region() {
@@ -111,12 +194,12 @@ public final class ExtentIndex {
         lock.lock();
         try {
             while (allocator.freePages() < needed) {
-                if (evictOne()) {
+                if (allocator.freePages() + recallingPages < needed && evictOne()) {
                     continue;
                 }
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
-                    throw new StagingException("staging region full: every page is pinned or in flight; required="
+                    throw new StagingException("staging region full: every page is pinned, in flight or being recalled; required="
                             + needed + " pages, free=" + allocator.freePages() + ", waited=" + reserveTimeout.toMillis() + " ms");
                 }
                 spaceFreed.awaitNanos(Math.min(left, SPACE_POLL_NANOS));
@@ -178,6 +261,7 @@ public final class ExtentIndex {
         try {
             inFlightPages -= entry.pages.length;
             table.unpin(entry.slot);
+            post(entry);
         } finally {
             lock.unlock();
         }
@@ -210,10 +294,53 @@ public final class ExtentIndex {
         Entry entry = new Entry(key, slot, pages);
         Entry old = chunks.put(key, entry);
         clock.addLast(entry);
+        if (filled == length) {
+            post(entry);
+        }
         if (old != null) {
             tryFree(old);
         }
         return entry;
+    }
+
+    /**
+     * Sends the first {@code length} bytes of {@code pages} to {@code to} (a chunk posted to the mirror,
+     * whose pages stay this chunk's until the mirror gives them back).
+     */
+    public void transferPages(int[] pages, long length, java.nio.channels.WritableByteChannel to) throws IOException {
+        region.transferTo(pages, 0, length, to);
+    }
+
+    /** Hands a chunk staged whole to the mirror. Under the lock. */
+    private void post(Entry entry) {
+        if (mirror != null && !entry.freed && table.length(entry.slot) == table.filled(entry.slot)) {
+            entry.mirrored = true;
+            mirror.posted(entry.slot, entry.key, table.etagHashOf(entry.slot), table.length(entry.slot), entry.pages);
+        }
+    }
+
+    /**
+     * The mirror freed its copy of the chunk it was asked to give back in {@code slot}: the slot and
+     * pages are this side's again (freed now, or by the sweep once a reader here lets go). A slot that
+     * was not recalled is ignored.
+     */
+    public void returned(int slot) {
+        lock.lock();
+        try {
+            Entry e = recalled.remove(slot);
+            if (e == null) {
+                return;
+            }
+            recallingPages -= e.pages.length;
+            e.recalled = false;
+            e.mirrored = false;
+            if (!tryFree(e)) {
+                clock.addLast(e);
+            }
+            spaceFreed.signalAll();
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Frees an unpinned chunk of {@code key}'s window, so that {@code key} can have its slot. Under the lock. */
@@ -221,7 +348,7 @@ public final class ExtentIndex {
         for (int i = 0; i < ExtentTable.WINDOW; i++) {
             int slot = table.windowSlot(key.inode(), key.index(), i);
             for (Entry e : clock) {
-                if (e.slot == slot && !e.freed && tryFree(e)) {
+                if (e.slot == slot && !e.freed && !e.mirrored && tryFree(e)) {
                     return slot;
                 }
             }
@@ -229,9 +356,27 @@ public final class ExtentIndex {
         return -1;
     }
 
-    /** Frees an entry's slot and pages if no reader holds it. Under the lock. */
+    /**
+     * Frees an entry's slot and pages if no reader holds it; a mirrored one is recalled instead (its
+     * space comes back with {@link #returned}). True when freed or recalled now. Under the lock.
+     */
     private boolean tryFree(Entry e) {
-        if (e.freed || !table.tryFree(e.slot)) {
+        if (e.freed || e.recalled) {
+            return false;
+        }
+        if (e.mirrored) {
+            if (table.pinCount(e.slot) > 0) {
+                return false;
+            }
+            table.retire(e.slot);
+            chunks.remove(e.key, e);
+            e.recalled = true;
+            recalled.put(e.slot, e);
+            recallingPages += e.pages.length;
+            mirror.recalled(e.slot);
+            return true;
+        }
+        if (!table.tryFree(e.slot)) {
             return false;
         }
         e.freed = true;
@@ -264,8 +409,8 @@ public final class ExtentIndex {
             if (entry == null) {
                 return false;
             }
-            if (entry.freed) {
-                continue; // replaced and already freed
+            if (entry.freed || entry.recalled) {
+                continue; // replaced and already freed, or waiting for the mirror
             }
             boolean replaced = chunks.get(entry.key) != entry;
             if (table.takeReferenced(entry.slot) && !replaced) {

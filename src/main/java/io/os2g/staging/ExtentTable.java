@@ -114,6 +114,14 @@ final class ExtentTable {
         return maxPages;
     }
 
+    int slotCount() {
+        return slots;
+    }
+
+    boolean isFree(int slot) {
+        return (int) INT.getVolatile(table, offset(slot) + STATE) == FREE;
+    }
+
     private long offset(int slot) {
         return HEADER_BYTES + slot * slotBytes;
     }
@@ -252,6 +260,20 @@ final class ExtentTable {
     /** Makes a live slot unfindable (its fetch failed); pins already held stay valid (writer only). */
     void retire(int slot) {
         LONG.setRelease(table, offset(slot) + CHUNK, -1L);
+    }
+
+    /** The ETag hash of the chunk in a live slot (writer only). */
+    long etagHashOf(int slot) {
+        return table.get(ValueLayout.JAVA_LONG, offset(slot) + ETAG);
+    }
+
+    /** Inode of the chunk in a live slot, and its chunk number (-1 once retired). */
+    long inode(int slot) {
+        return table.get(ValueLayout.JAVA_LONG, offset(slot) + INODE);
+    }
+
+    long chunk(int slot) {
+        return (long) LONG.getAcquire(table, offset(slot) + CHUNK);
     }
 
     /** Length of the chunk in a pinned slot. */

@@ -11,11 +11,17 @@ final class PageAllocator {
     private int top;
 
     PageAllocator(int pageCount) {
+        this(pageCount, new java.util.BitSet());
+    }
+
+    /** Every page free but those in {@code taken}. */
+    PageAllocator(int pageCount, java.util.BitSet taken) {
         free = new int[pageCount];
-        for (int i = 0; i < pageCount; i++) {
-            free[i] = pageCount - 1 - i;
+        for (int i = pageCount - 1; i >= 0; i--) {
+            if (!taken.get(i)) {
+                free[top++] = i;
+            }
         }
-        top = pageCount;
     }
 
     int freePages() {

@@ -83,6 +83,14 @@ public final class Reservation {
         }
     }
 
+    /** Reads exactly {@code length} bytes from {@code from} into the start of the pages (bytes posted from another machine). */
+    public void receive(long length, ReadableByteChannel from) throws IOException {
+        if (length > (long) pages.length * index.pageSize()) {
+            throw new IndexOutOfBoundsException("posted " + length + " bytes into " + pages.length + " pages");
+        }
+        index.region().receive(pages, length, from);
+    }
+
     /** Reads up to {@code want} bytes (at least one) into the start of the fill buffer; 0 at the end of the body. */
     private interface Source {
         int read(int want) throws IOException;

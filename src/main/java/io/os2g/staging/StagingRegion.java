@@ -132,6 +132,32 @@ public final class StagingRegion implements AutoCloseable {
         forEachRun(pages, offset, bytes.byteSize(), (page, within, done, n) -> copyToPage(page, within, bytes.asSlice(done, n)));
     }
 
+    /**
+     * Reads exactly {@code length} bytes from {@code from} into the start of the run of {@code pages}
+     * (bytes posted from another machine), through one reused native buffer.
+     *
+     * @throws java.io.EOFException when {@code from} ends first
+     */
+    void receive(int[] pages, long length, java.nio.channels.ReadableByteChannel from) throws IOException {
+        MemorySegment buffer = FillBufferPool.SHARED.take();
+        try {
+            java.nio.ByteBuffer window = buffer.asByteBuffer();
+            for (long done = 0; done < length; ) {
+                window.clear().limit((int) Math.min(window.capacity(), length - done));
+                while (window.hasRemaining()) {
+                    if (from.read(window) < 0) {
+                        throw new java.io.EOFException("posted bytes ended after " + (done + window.position()) + " of " + length);
+                    }
+                }
+                int n = window.position();
+                copyIn(pages, done, buffer.asSlice(0, n));
+                done += n;
+            }
+        } finally {
+            FillBufferPool.SHARED.giveBack(buffer);
+        }
+    }
+
     /** Copies {@code target.byteSize()} bytes from {@code offset} of the run of {@code pages} into {@code target}. */
     void copyOut(int[] pages, long offset, MemorySegment target) {
         forEachRun(pages, offset, target.byteSize(), (page, within, done, n) -> copyFromPages(page, within, target, done, n));
