@@ -22,8 +22,28 @@ final class AgentCommand implements Callable<Integer> {
 
     private static final Logger LOG = LoggerFactory.getLogger(AgentCommand.class);
 
-    @Option(names = "--listen", required = true, paramLabel = "unix:PATH", description = "Unix socket to serve mounts on (created 0600).")
+    @Option(names = "--listen", required = true, paramLabel = "unix:PATH|tcp://ADDR:PORT",
+            description = {"Where to serve mounts: a Unix socket (created 0600), or a TCP address for mounts on other machines",
+                    "(with --link-cert, --link-key and --link-ca unless it is a loopback address)."})
     String listen;
+
+    @Option(names = "--link-cert", paramLabel = "PEM", description = "With tcp://: the agent's certificate (chain) for the link's mutual TLS.")
+    Path linkCert;
+
+    @Option(names = "--link-key", paramLabel = "PEM", description = "With tcp://: the certificate's private key (PKCS#8).")
+    Path linkKey;
+
+    @Option(names = "--link-ca", paramLabel = "PEM", description = "With tcp://: the CA whose certificates mounts must present; any other peer is refused.")
+    Path linkCa;
+
+    @Option(names = "--link-encryption", paramLabel = "on|off", defaultValue = "on",
+            description = {"off: for a physically private link (the host-DPU interface): peers still authenticate with mutual TLS,",
+                    "then the link's bytes go unencrypted (less CPU on both sides). Default: on."})
+    String linkEncryption;
+
+    @Option(names = "--agent-memory", paramLabel = "SIZE",
+            description = "Staging memory all mounts served together may take (each mount's --staging-size); a mount beyond it is refused. Default: the staging directory's room.")
+    String agentMemory;
 
     @Mixin
     StoreOptions store = new StoreOptions();
@@ -80,6 +100,8 @@ final class AgentCommand implements Callable<Integer> {
                 .policy(serve, allowWrites, allowOverwrite, allowDelete)
                 .metrics(service.metricsAddress())
                 .cache(cache.directory, cache.size, cache.minFreePercent)
+                .link(linkCert, linkKey, linkCa, linkEncryption)
+                .memory(agentMemory)
                 .build();
         AgentService agent = AgentService.start(config);
         CountDownLatch stopped = new CountDownLatch(1);
@@ -89,7 +111,7 @@ final class AgentCommand implements Callable<Integer> {
             stopped.countDown();
         }, "os2g-agent-shutdown"));
         InetSocketAddress metricsAddress = config.metricsAddress();
-        LOG.info("agent listening on unix:{} (staging under {}{}{})", config.socket(), config.stagingDir(), cpus == null ? "" : ", " + cpus + " cpus",
+        LOG.info("agent listening on {} (staging under {}{}{})", agent.listening(), config.stagingDir(), cpus == null ? "" : ", " + cpus + " cpus",
                 metricsAddress == null ? "" : "; metrics at http://" + metricsAddress.getHostString() + ":" + agent.metricsPort() + "/metrics");
         stopped.await();
         return 0;

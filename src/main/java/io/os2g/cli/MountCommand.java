@@ -33,9 +33,19 @@ final class MountCommand implements Callable<Integer> {
     @Mixin
     StoreOptions store = new StoreOptions();
 
-    @Option(names = "--agent", paramLabel = "unix:PATH",
-            description = "Use the agent process listening at PATH (os2g agent) instead of one in this process: this process then holds no credentials and opens no connection to the store.")
+    @Option(names = "--agent", paramLabel = "unix:PATH|tcp://HOST:PORT",
+            description = {"Use the agent process listening there (os2g agent) instead of one in this process: this process then holds no credentials",
+                    "and opens no connection to the store. tcp://: an agent on a DPU or another machine, which posts chunks into this host's staging region."})
     String agent;
+
+    @Option(names = "--link-cert", paramLabel = "PEM", description = "With --agent tcp://: this host's certificate (chain) for the link's mutual TLS.")
+    Path linkCert;
+
+    @Option(names = "--link-key", paramLabel = "PEM", description = "With --agent tcp://: the certificate's private key (PKCS#8).")
+    Path linkKey;
+
+    @Option(names = "--link-ca", paramLabel = "PEM", description = "With --agent tcp://: the CA that signed the agent's certificate (and only it is accepted).")
+    Path linkCa;
 
     @Option(names = "--agent-replies", paramLabel = "on|off", defaultValue = "on",
             description = {"With --agent: lend the agent this mount's /dev/fuse so that it replies to READs itself, where it shares this kernel",
@@ -165,6 +175,7 @@ final class MountCommand implements Callable<Integer> {
         return new MountConfigBuilder(source, mountPoint)
                 .store(store.settings())
                 .agent(agent, agentReplies)
+                .link(linkCert, linkKey, linkCa)
                 .fuseOptions(fuseOptions)
                 .ownership(uid, gid, fileMode, dirMode)
                 .writes(allowWrites, allowOverwrite, allowDelete)

@@ -21,8 +21,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The agent's end of the split mode: a Unix socket (mode 0600) where shims connect, one session per
- * connection. Each connection is read by one platform thread that blocks on the socket (no polling:
+ * The agent's end of the split mode: a Unix socket (mode 0600), or a TCP port behind mutual TLS
+ * ({@link TlsHandshake}), where shims connect, one session per connection. Each connection is read by one platform thread that blocks on the socket (no polling:
  * an idle agent uses no CPU); slow requests (listings, fetches, READs the agent replies to) run on virtual
  * threads and answer by request id.
  */
@@ -30,21 +30,42 @@ public final class AgentServer implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(AgentServer.class);
 
-    private final Path path;
+    private final LinkAddress address;
+    private final LinkTls tls;
     private final AgentSession.Factory sessions;
     private final ServerSocketChannel server;
+    private final TlsHandshake.Tokens tokens = new TlsHandshake.Tokens();
     private final ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor();
-    private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
+    private final Set<LinkStream> connections = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
-    private AgentServer(Path path, AgentSession.Factory sessions, ServerSocketChannel server) {
-        this.path = path;
+    private AgentServer(LinkAddress address, LinkTls tls, AgentSession.Factory sessions, ServerSocketChannel server) {
+        this.address = address;
+        this.tls = tls;
         this.sessions = sessions;
         this.server = server;
     }
 
-    /** Listens at {@code path} (a stale socket file of a dead agent is replaced) and serves until closed. */
-    public static AgentServer listen(Path path, AgentSession.Factory sessions) throws IOException {
+    /**
+     * Listens at {@code address} and serves until closed: a Unix socket (mode 0600; a stale socket file
+     * of a dead agent is replaced), or a TCP port where every peer must pass {@code tls}.
+     *
+     * @param tls mutual TLS for a TCP address; null only for a loopback one (checked by the caller's rules)
+     */
+    public static AgentServer listen(LinkAddress address, LinkTls tls, AgentSession.Factory sessions) throws IOException {
+        ServerSocketChannel server;
+        if (address instanceof LinkAddress.Unix unix) {
+            server = bindUnix(unix.path());
+        } else {
+            server = ServerSocketChannel.open();
+            server.bind(((LinkAddress.Tcp) address).socketAddress());
+        }
+        AgentServer agentServer = new AgentServer(address, tls, sessions, server);
+        Thread.ofPlatform().name("os2g-agent-accept").daemon(true).start(agentServer::acceptLoop);
+        return agentServer;
+    }
+
+    private static ServerSocketChannel bindUnix(Path path) throws IOException {
         Files.createDirectories(path.toAbsolutePath().getParent());
         if (Files.exists(path)) {
             try (SocketChannel probe = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
@@ -59,30 +80,82 @@ public final class AgentServer implements AutoCloseable {
         ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         server.bind(UnixDomainSocketAddress.of(path));
         Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-------"));
-        AgentServer agentServer = new AgentServer(path, sessions, server);
-        Thread.ofPlatform().name("os2g-agent-accept").daemon(true).start(agentServer::acceptLoop);
-        return agentServer;
+        return server;
+    }
+
+    /** The port a TCP listener is bound to (the one asked for, or the one picked for port 0); -1 for a Unix socket. */
+    public int port() {
+        try {
+            return server.getLocalAddress() instanceof java.net.InetSocketAddress a ? a.getPort() : -1;
+        } catch (IOException e) {
+            return -1;
+        }
     }
 
     private void acceptLoop() {
         while (!closed) {
             try {
                 SocketChannel channel = server.accept();
-                connections.add(channel);
                 // one platform thread per shim blocks in read(2) (no poller round trip per request)
-                Thread.ofPlatform().daemon().name("os2g-agent-link").start(() -> serve(channel));
+                Thread.ofPlatform().daemon().name("os2g-agent-link").start(() -> admit(channel));
             } catch (IOException e) {
                 if (!closed) {
-                    LOG.warn("accept on {} failed: {}", path, e.toString());
+                    LOG.warn("accept on {} failed: {}", address, e.toString());
                 }
                 return;
             }
         }
     }
 
-    private void serve(SocketChannel channel) {
-        Wire wire = new Wire(SocketChannelStreams.in(channel), SocketChannelStreams.out(channel));
+    /** Lets a connection in: at once on a Unix socket, after mutual TLS on TCP (a refusal is one log line). */
+    private void admit(SocketChannel channel) {
+        LinkStream link;
+        if (address instanceof LinkAddress.Unix) {
+            link = LinkStream.of(channel, address.toString());
+        } else if (tls == null) {
+            try {
+                TlsHandshake.tune(channel);
+                link = LinkStream.of(channel, String.valueOf(channel.getRemoteAddress()));
+            } catch (IOException e) {
+                close(channel);
+                return;
+            }
+        } else {
+            try {
+                link = TlsHandshake.accept(channel, tls, tokens);
+            } catch (IOException e) {
+                LOG.warn("refused a link from {}: {}", remote(channel), e.getMessage());
+                close(channel);
+                return;
+            }
+            if (link == null) {
+                return; // it took a token for a plain connection
+            }
+        }
+        serve(link);
+    }
+
+    private static String remote(SocketChannel channel) {
+        try {
+            return String.valueOf(channel.getRemoteAddress());
+        } catch (IOException e) {
+            return "a peer";
+        }
+    }
+
+    private static void close(SocketChannel channel) {
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // closing
+        }
+    }
+
+    private void serve(LinkStream link) {
+        connections.add(link);
+        Wire wire = new Wire(link);
         AgentSession session = null;
+        ChunkPoster poster = null;
         try {
             Wire.Frame first = wire.receive();
             if (!(first.message() instanceof Message.Hello hello)) {
@@ -94,30 +167,35 @@ public final class AgentServer implements AutoCloseable {
                         + ", this mount version " + hello.version() + ": run the same os2g release on both sides"));
                 return;
             }
+            poster = hello.posted() ? new ChunkPoster(wire) : null;
             try {
-                session = sessions.open(hello.spec());
+                session = sessions.open(hello.spec(), poster == null ? null : new AgentSession.Posting(poster, hello.held()));
             } catch (RuntimeException e) {
                 wire.send(first.id(), new Message.Refused(String.valueOf(e.getMessage())));
                 return;
             }
-            LOG.info("serving {}/{} to a shim (staging in {})", hello.spec().bucket(), hello.spec().prefix(), session.layout().directory());
+            LOG.info("serving {}/{} to a shim at {} ({})", hello.spec().bucket(), hello.spec().prefix(), link.peer(),
+                    poster == null ? "staging in " + session.layout().directory()
+                            : "posting into its region" + (link.encrypted() ? ", encrypted" : ", unencrypted"));
             wire.send(first.id(), new Message.Welcome(session.layout()));
+            if (poster != null) {
+                poster.start(session.index());
+            }
             for (;;) {
                 Wire.Frame frame = wire.receive();
-                dispatch(wire, session, frame);
+                dispatch(wire, session, poster, frame);
             }
         } catch (EOFException e) {
             // the shim went away (unmounted or killed)
         } catch (IOException e) {
             if (!closed) {
-                LOG.warn("link to a shim failed: {}", e.toString());
+                LOG.warn("link to a shim at {} failed: {}", link.peer(), e.toString());
             }
         } finally {
-            connections.remove(channel);
-            try {
-                channel.close();
-            } catch (IOException ignored) {
-                // closing
+            connections.remove(link);
+            link.close();
+            if (poster != null) {
+                poster.close();
             }
             if (session != null) { // its kernel replier's lent /dev/fuse too: the mount must not outlive its shim here
                 LOG.info("shim of {} disconnected: its staging region is freed", session.layout().directory());
@@ -126,7 +204,7 @@ public final class AgentServer implements AutoCloseable {
         }
     }
 
-    private void dispatch(Wire wire, AgentSession session, Wire.Frame frame) throws IOException {
+    private void dispatch(Wire wire, AgentSession session, ChunkPoster poster, Wire.Frame frame) throws IOException {
         Agent agent = session.agent();
         KernelReplier replier = session.kernelReplier();
         long id = frame.id();
@@ -146,7 +224,15 @@ public final class AgentServer implements AutoCloseable {
                 ReadRequest r = read.request();
                 var staged = agent.stage(r.handle(), r.offset(), r.length());
                 if (read.reply()) {
-                    staged.whenComplete((ok, failed) -> reply(wire, id, failed == null ? new Message.Done() : failure(failed)));
+                    // posted: the answer after the chunk's post, so the shim finds it once told
+                    staged.whenComplete((ok, failed) -> {
+                        Message answer = failed == null ? new Message.Done() : failure(failed);
+                        if (poster != null) {
+                            poster.answer(id, answer);
+                        } else {
+                            reply(wire, id, answer);
+                        }
+                    });
                 }
             }
             case Message.Lend lend -> reply(wire, id, replier != null && replier.takeLentDevice() ? new Message.Done()
@@ -174,6 +260,19 @@ public final class AgentServer implements AutoCloseable {
                     uploads(session).partWritten(part.upload(), part.number(), part.length());
                 } catch (RuntimeException e) {
                     LOG.debug("part {} of upload {}: {}", part.number(), part.upload(), e.getMessage()); // the next call fails
+                }
+            }
+            case Message.Returned returned -> {
+                for (int slot : returned.slots()) {
+                    session.index().returned(slot);
+                }
+            }
+            case Message.PartBytes part -> {
+                try {
+                    uploads(session).receivePart(part.upload(), part.number(), part.length(), wire.bytes(part.length()));
+                } catch (RuntimeException e) {
+                    wire.skip(part.length()); // the part's next call fails
+                    LOG.debug("bytes of part {} of upload {}: {}", part.number(), part.upload(), e.getMessage());
                 }
             }
             case Message.AbortWrite abort -> {
@@ -271,18 +370,14 @@ public final class AgentServer implements AutoCloseable {
         } catch (IOException ignored) {
             // closing
         }
-        for (SocketChannel c : connections) {
-            try {
-                c.close();
-            } catch (IOException ignored) {
-                // closing
-            }
-        }
+        connections.forEach(LinkStream::close);
         threads.shutdown();
-        try {
-            Files.deleteIfExists(path);
-        } catch (IOException ignored) {
-            // best effort
+        if (address instanceof LinkAddress.Unix unix) {
+            try {
+                Files.deleteIfExists(unix.path());
+            } catch (IOException ignored) {
+                // best effort
+            }
         }
     }
 }

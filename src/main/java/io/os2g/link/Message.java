@@ -7,7 +7,46 @@ import io.os2g.store.ObjectSummary;
 /** The messages of the split-mode protocol; each travels in one frame with a request id. */
 sealed interface Message {
 
-    record Hello(int version, MountSpec spec) implements Message {
+    /**
+     * The first frame of a link. {@code posted}: the shim has a staging region of its own (the agent is
+     * on another machine) and the agent posts chunks into it; {@code held} what that region already
+     * holds from an earlier session, which the agent takes over.
+     */
+    record Hello(int version, MountSpec spec, boolean posted, java.util.List<io.os2g.staging.ExtentIndex.Held> held) implements Message {
+    }
+
+    /** A chunk staged whole, to be published in the shim's region in its slot; its {@code length} bytes follow the frame. */
+    record Posted(io.os2g.staging.ExtentIndex.Held chunk) implements Message {
+    }
+
+    /** The agent evicted these slots' chunks: the shim frees them once no reader holds them, and says so with Returned. */
+    record Recalled(int[] slots) implements Message {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Recalled r && java.util.Arrays.equals(r.slots, slots);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Arrays.hashCode(slots);
+        }
+    }
+
+    /** Slots the shim freed after a recall: the agent may use them and their pages again. */
+    record Returned(int[] slots) implements Message {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Returned r && java.util.Arrays.equals(r.slots, slots);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Arrays.hashCode(slots);
+        }
+    }
+
+    /** The first {@code length} bytes of a written part, which follow the frame (a shim on another machine). */
+    record PartBytes(long upload, int number, int length) implements Message {
     }
 
     record Welcome(StagingRegionSpec layout) implements Message {

@@ -1,6 +1,8 @@
 package io.os2g.link;
 
 import io.os2g.Errno;
+import io.os2g.staging.ExtentIndex;
+import io.os2g.staging.PostedRegion;
 import io.os2g.staging.ReservedPages;
 import io.os2g.staging.StagingConfig;
 import io.os2g.staging.StagingView;
@@ -10,6 +12,7 @@ import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -22,12 +25,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The shim's end of the split mode: requests to an agent process over its Unix socket, and the
- * agent's staging region mapped here, so that a staged chunk is read with no message at all.
+ * The shim's end of the split mode: requests to an agent process, and a staging region a staged chunk
+ * is read from with no message at all. Over a Unix socket the region is the agent's, mapped here. Over
+ * TCP (the agent on a DPU or another node, behind mutual TLS) the region is this host's own: the agent
+ * posts each chunk's bytes and this side's link reader receives them into the pages the agent chose,
+ * then publishes the chunk ({@link PostedRegion}); recalled chunks are freed once no reader holds them.
  *
  * <p>When the agent goes away, requests in flight fail with EIO at once and new ones fail fast
- * while a background thread dials again every second; once the agent is back, the link opens a
- * new session (a fresh staging region), maps it, and reopens handles lazily on their next read.
+ * while a background thread dials again every second; once the agent is back, the link opens a new
+ * session and reopens handles lazily on their next read. A region of its own keeps serving what it
+ * holds meanwhile, and the new session takes it over as it is.
  */
 public final class SocketLink implements AgentLink {
 
@@ -41,8 +48,17 @@ public final class SocketLink implements AgentLink {
     /** Hinted inodes remembered at most (the agent keeps as many hinted files waiting). */
     private static final int MAX_HINTED = 1 << 18;
 
-    private final Path socket;
+    private final LinkAddress address;
+    private final LinkTls tls;
+    /** Where this host's own region goes when the agent posts into it (TCP); null over a Unix socket. */
+    private final Path hostStaging;
     private final MountSpec spec;
+    /** This host's region, created at the first session over TCP; guarded by {@code this} for replacement. */
+    private volatile PostedRegion region;
+    /** Pages of written parts the agent handed out, by (upload, part), for posting their bytes (TCP only). */
+    private final ConcurrentHashMap<List<Long>, int[]> partPages = new ConcurrentHashMap<>();
+    private final java.util.concurrent.ScheduledExecutorService returns = java.util.concurrent.Executors
+            .newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("os2g-link-returns").factory());
     private final Duration deadline;
     private final AtomicLong ids = new AtomicLong(1);
     private final AtomicLong handles = new AtomicLong(1);
@@ -58,7 +74,7 @@ public final class SocketLink implements AgentLink {
 
     /** A connected session: one socket, one agent-side mount, one mapped region. */
     private final class Connection {
-        final SocketChannel channel;
+        final LinkStream channel;
         final Wire wire;
         final StagingView view;
         final Path directory;
@@ -66,7 +82,7 @@ public final class SocketLink implements AgentLink {
         /** Whether the agent holds the lent /dev/fuse and replies to READs. */
         volatile boolean agentReplies;
 
-        Connection(SocketChannel channel, Wire wire, StagingView view, Path directory) {
+        Connection(LinkStream channel, Wire wire, StagingView view, Path directory) {
             this.channel = channel;
             this.wire = wire;
             this.view = view;
@@ -77,9 +93,15 @@ public final class SocketLink implements AgentLink {
             try {
                 for (;;) {
                     Wire.Frame frame = wire.receive();
-                    CompletableFuture<Message> waiting = pending.remove(frame.id());
-                    if (waiting != null) {
-                        waiting.complete(frame.message());
+                    switch (frame.message()) {
+                        case Message.Posted posted -> receive(wire, posted);
+                        case Message.Recalled recalled -> recall(this, recalled.slots());
+                        default -> {
+                            CompletableFuture<Message> waiting = pending.remove(frame.id());
+                            if (waiting != null) {
+                                waiting.complete(frame.message());
+                            }
+                        }
                     }
                 }
             } catch (IOException e) {
@@ -127,8 +149,10 @@ public final class SocketLink implements AgentLink {
         }
     }
 
-    private SocketLink(Path socket, MountSpec spec, Duration deadline) {
-        this.socket = socket;
+    private SocketLink(LinkAddress address, LinkTls tls, Path hostStaging, MountSpec spec, Duration deadline) {
+        this.address = address;
+        this.tls = tls;
+        this.hostStaging = hostStaging;
         this.spec = spec;
         this.deadline = deadline;
         this.deadlines = new AnswerDeadlines(deadline);
@@ -141,52 +165,150 @@ public final class SocketLink implements AgentLink {
      * @throws LinkException when the agent is not there or refuses the mount (its reason in the message)
      */
     public static SocketLink connect(Path socket, MountSpec spec, Duration deadline) {
-        SocketLink link = new SocketLink(socket, spec, deadline);
+        return connect(new LinkAddress.Unix(socket), null, null, spec, deadline);
+    }
+
+    /**
+     * Connects to the agent at {@code address} and shakes hands.
+     *
+     * @param tls mutual TLS for a TCP address (null only on loopback)
+     * @param hostStaging for a TCP address: the directory of this host's own staging region
+     * @throws LinkException when the agent is not there, refuses the peer, or refuses the mount
+     */
+    public static SocketLink connect(LinkAddress address, LinkTls tls, Path hostStaging, MountSpec spec, Duration deadline) {
+        SocketLink link = new SocketLink(address, tls, hostStaging, spec, deadline);
         try {
             link.current = link.dial();
         } catch (RuntimeException e) {
             link.deadlines.close();
+            link.returns.shutdownNow();
+            if (link.region != null) {
+                link.region.close();
+            }
             throw e;
         }
         return link;
     }
 
-    private Connection dial() {
-        SocketChannel channel;
+    /** Whether the agent posts into this host's own region (it is on another machine). */
+    private boolean posted() {
+        return address instanceof LinkAddress.Tcp;
+    }
+
+    private LinkStream open() {
         try {
-            channel = SocketChannel.open(UnixDomainSocketAddress.of(socket));
+            if (address instanceof LinkAddress.Tcp tcp) {
+                if (tls != null) {
+                    return TlsHandshake.dial(tcp, tls);
+                }
+                SocketChannel channel = SocketChannel.open(tcp.socketAddress());
+                TlsHandshake.tune(channel);
+                return LinkStream.of(channel, address.toString());
+            }
+            return LinkStream.of(SocketChannel.open(UnixDomainSocketAddress.of(((LinkAddress.Unix) address).path())), address.toString());
         } catch (IOException e) {
-            throw new LinkException(Errno.EIO, "no agent at unix:" + socket + " (" + e.getMessage() + "); start one with os2g agent --listen unix:" + socket);
+            throw new LinkException(Errno.EIO, "no agent at " + address + " (" + e.getMessage() + "); start one with os2g agent --listen " + address);
         }
+    }
+
+    private Connection dial() {
+        LinkStream link = open();
         try {
-            Wire wire = new Wire(SocketChannelStreams.in(channel), SocketChannelStreams.out(channel));
-            wire.send(0, new Message.Hello(Wire.VERSION, spec));
+            Wire wire = new Wire(link);
+            PostedRegion held = region;
+            wire.send(0, new Message.Hello(Wire.VERSION, spec, posted(), held == null ? List.of() : held.held()));
             Message answer = wire.receive().message();
             if (answer instanceof Message.Refused refused) {
-                throw new LinkException(Errno.EIO, "the agent at unix:" + socket + " refused the mount: " + refused.reason());
+                throw new LinkException(Errno.EIO, "the agent at " + address + " refused the mount: " + refused.reason());
             }
             if (!(answer instanceof Message.Welcome welcome)) {
-                throw new LinkException(Errno.EIO, "the agent at unix:" + socket + " answered the hello with " + answer);
+                throw new LinkException(Errno.EIO, "the agent at " + address + " answered the hello with " + answer);
             }
             StagingRegionSpec l = welcome.layout();
-            StagingView view = StagingView.attach(new StagingConfig(Path.of(l.directory()), l.capacity(), l.pageSize(),
-                    l.segmentSize(), deadline), spec.writes());
-            Connection connection = new Connection(channel, wire, view, Path.of(l.directory()));
+            StagingConfig shape = new StagingConfig(posted() ? hostStaging : Path.of(l.directory()), l.capacity(), l.pageSize(),
+                    l.segmentSize(), deadline);
+            StagingView view = posted() ? hostRegion(shape).view() : StagingView.attach(shape, spec.writes());
+            Connection connection = new Connection(link, wire, view, Path.of(l.directory()));
             // a platform thread blocks in read(2) itself: on a virtual one every wait for an answer is a
             // trip through the JDK's poller, which cost the shim more CPU than the answers themselves
             Thread.ofPlatform().daemon().name("os2g-link-replies").start(connection::readReplies);
-            lendTo(connection);
+            if (!posted()) {
+                lendTo(connection);
+            }
             return connection;
         } catch (IOException | RuntimeException e) {
-            try {
-                channel.close();
-            } catch (IOException ignored) {
-                // failing anyway
-            }
+            link.close();
             if (e instanceof LinkException le) {
                 throw le;
             }
-            throw new LinkException(Errno.EIO, "handshake with the agent at unix:" + socket + " failed: " + e.getMessage());
+            throw new LinkException(Errno.EIO, "handshake with the agent at " + address + " failed: " + e.getMessage());
+        }
+    }
+
+    /**
+     * This host's region in the agent's layout: the one it has, or a new one (the first session, or an
+     * agent that laid it out otherwise: then what it held is dropped, and the session is dialled again).
+     */
+    private synchronized PostedRegion hostRegion(StagingConfig shape) {
+        PostedRegion r = region;
+        if (r != null) {
+            StagingConfig c = r.config();
+            if (c.capacity() == shape.capacity() && c.pageSize() == shape.pageSize() && c.segmentSize() == shape.segmentSize()) {
+                return r;
+            }
+            region = null;
+            r.close();
+            throw new LinkException(Errno.EIO, "the agent at " + address + " laid out the staging region anew; dialling again");
+        }
+        region = PostedRegion.create(shape, spec.chunkSize());
+        return region;
+    }
+
+    /** Takes a posted chunk's bytes into this host's region (on the link's reader thread). */
+    private void receive(Wire wire, Message.Posted posted) throws IOException {
+        ExtentIndex.Held c = posted.chunk();
+        PostedRegion r = region;
+        if (r == null) {
+            throw new IOException("a post with no staging region here");
+        }
+        r.receive(c.slot(), c.key(), c.etagHash(), c.length(), c.pages(), wire.bytes(c.length()));
+    }
+
+    /** Frees recalled chunks no reader holds and tells the agent; the rest are returned once let go. */
+    private void recall(Connection connection, int[] slots) throws IOException {
+        PostedRegion r = region;
+        int[] freed = new int[slots.length];
+        int n = 0;
+        for (int slot : slots) {
+            if (r == null || r.recall(slot)) {
+                freed[n++] = slot;
+            }
+        }
+        if (n > 0) {
+            connection.wire.sendSoon(0, new Message.Returned(java.util.Arrays.copyOf(freed, n)));
+        }
+        if (r != null && n < slots.length) {
+            returns.schedule(() -> returnLater(connection), 2, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /** Returns recalled chunks readers have let go of since; looks again soon while some are still held. */
+    private void returnLater(Connection connection) {
+        PostedRegion r = region;
+        if (r == null || current != connection) {
+            return;
+        }
+        int[] freed = r.returnable();
+        try {
+            if (freed.length > 0) {
+                connection.wire.send(0, new Message.Returned(freed));
+            }
+        } catch (IOException e) {
+            lost(connection, e);
+            return;
+        }
+        if (r.recallsPending()) {
+            returns.schedule(() -> returnLater(connection), 5, TimeUnit.MILLISECONDS);
         }
     }
 
@@ -197,11 +319,7 @@ public final class SocketLink implements AgentLink {
             }
             current = null;
         }
-        try {
-            connection.channel.close();
-        } catch (IOException ignored) {
-            // already broken
-        }
+        connection.channel.close();
         LinkException failure = new LinkException(Errno.EIO, "agent connection lost");
         connection.pending.values().forEach(f -> f.completeExceptionally(failure));
         // readers copying from it at this moment fail their access and report EIO; nothing is torn
@@ -209,7 +327,7 @@ public final class SocketLink implements AgentLink {
         if (closed) {
             return;
         }
-        LOG.warn("lost the agent at unix:{} ({}); reads fail with EIO until it is back", socket, why.toString());
+        LOG.warn("lost the agent at {} ({}); reads of what is not staged fail with EIO until it is back", address, why.toString());
         startRedialing();
     }
 
@@ -230,8 +348,8 @@ public final class SocketLink implements AgentLink {
                         }
                         current = connection;
                     }
-                    LOG.info("reconnected to the agent at unix:{}", socket);
-                } catch (LinkException | IOException e) {
+                    LOG.info("reconnected to the agent at {}", address);
+                } catch (RuntimeException e) {
                     LOG.debug("agent still away: {}", e.getMessage());
                 } catch (InterruptedException e) {
                     return;
@@ -243,14 +361,15 @@ public final class SocketLink implements AgentLink {
     private Connection connection() {
         Connection c = current;
         if (c == null) {
-            throw new LinkException(Errno.EIO, "the agent at unix:" + socket + " is not connected");
+            throw new LinkException(Errno.EIO, "the agent at " + address + " is not connected");
         }
         return c;
     }
 
     @Override
     public StagingView staging() {
-        return connection().view;
+        PostedRegion r = region;
+        return r != null ? r.view() : connection().view; // a region of its own serves while the agent is away
     }
 
     /** One listing, answered by the agent from the object store. */
@@ -275,7 +394,12 @@ public final class SocketLink implements AgentLink {
     @Override
     public ReservedPages nextPart(long upload, int number) {
         return switch (connection().call(new Message.NextPart(upload, number), WRITE_DEADLINE)) {
-            case Message.PartPages pages -> pages.pages();
+            case Message.PartPages pages -> {
+                if (posted()) {
+                    partPages.put(List.of(upload, (long) number), pages.pages().pages());
+                }
+                yield pages.pages();
+            }
             case Message.Failed failed -> throw new LinkException(failed.errno(), failed.message());
             case Message other -> throw new LinkException(Errno.EIO, "unexpected answer to a write: " + other);
         };
@@ -283,7 +407,25 @@ public final class SocketLink implements AgentLink {
 
     @Override
     public void partWritten(long upload, int number, int length) {
+        postPart(upload, number, length);
         send(new Message.PartWritten(upload, number, length));
+    }
+
+    /** Over TCP: sends what was written into a part's pages here, ahead of the message that says it is written. */
+    private void postPart(long upload, int number, int length) {
+        int[] pages = partPages.remove(List.of(upload, (long) number));
+        PostedRegion r = region;
+        if (!posted() || pages == null || r == null || length <= 0) {
+            return;
+        }
+        Connection connection = connection();
+        try {
+            connection.wire.send(ids.getAndIncrement(), new Message.PartBytes(upload, number, length), length,
+                    to -> r.sendPart(pages, length, to));
+        } catch (IOException e) {
+            lost(connection, e);
+            throw new LinkException(Errno.EIO, "agent connection lost: " + e.getMessage());
+        }
     }
 
     @Override
@@ -298,11 +440,16 @@ public final class SocketLink implements AgentLink {
 
     @Override
     public PublishedObject finishWrite(long upload, int lastPart, int lastLength) {
+        if (lastPart > 0) {
+            postPart(upload, lastPart, lastLength);
+        }
+        partPages.keySet().removeIf(k -> k.get(0) == upload);
         return published(connection().call(new Message.FinishWrite(upload, lastPart, lastLength), WRITE_DEADLINE));
     }
 
     @Override
     public void abortWrite(long upload) {
+        partPages.keySet().removeIf(k -> k.get(0) == upload);
         Connection connection = current;
         if (connection != null) {
             try {
@@ -481,9 +628,9 @@ public final class SocketLink implements AgentLink {
             l.lendTo(connection.directory);
             connection.call(new Message.Lend());
             connection.agentReplies = true;
-            LOG.debug("the agent at unix:{} replies to this mount's READs", socket);
+            LOG.debug("the agent at {} replies to this mount's READs", address);
         } catch (IOException | RuntimeException e) { // never a failed mount: the shim can reply itself
-            LOG.info("the agent at unix:{} does not reply to READs itself ({}); the shim replies", socket, e.getMessage());
+            LOG.info("the agent at {} does not reply to READs itself ({}); the shim replies", address, e.getMessage());
         }
     }
 
@@ -558,14 +705,15 @@ public final class SocketLink implements AgentLink {
             redialer.interrupt();
         }
         deadlines.close();
+        returns.shutdownNow();
         if (connection != null) {
-            try {
-                connection.channel.close();
-            } catch (IOException ignored) {
-                // closing
-            }
+            connection.channel.close();
             connection.pending.values().forEach(f -> f.completeExceptionally(new LinkException(Errno.EIO, "unmounting")));
             connection.view.close();
+        }
+        PostedRegion r = region;
+        if (r != null) {
+            r.close();
         }
     }
 }

@@ -1,8 +1,8 @@
 package io.os2g.link;
 
+import io.os2g.staging.ChunkKey;
+import io.os2g.staging.ExtentIndex;
 import io.os2g.staging.ReservedPages;
-import io.os2g.store.ObjectSummary;
-
 import io.os2g.store.Listing;
 import io.os2g.store.ObjectSummary;
 import java.io.ByteArrayOutputStream;
@@ -28,7 +28,7 @@ final class Wire {
     /** "OS2G": the first bytes of a hello, so a stranger on the socket is told apart from an old version. */
     static final int MAGIC = 0x4f533247;
     /** Bumped whenever a message changes; both ends must agree. */
-    static final int VERSION = 8;
+    static final int VERSION = 9;
     private static final int MAX_FRAME = 256 << 20;
     static final long SOON_MILLIS = 2;
     /**
@@ -46,8 +46,11 @@ final class Wire {
     private static final java.util.concurrent.ExecutorService WRITERS = Executors.newCachedThreadPool(
             Thread.ofPlatform().daemon().name("os2g-link-write-", 0).factory());
 
+    private final Input buffered;
     private final DataInputStream in;
     private final OutputStream out;
+    private final java.nio.channels.ReadableByteChannel rawIn;
+    private final java.nio.channels.WritableByteChannel rawOut;
     private final Object writeLock = new Object();
     /** Frames held by {@link #sendSoon} and {@link #sendLater} until they are written; guarded by {@link #writeLock}. */
     private final ByteArrayOutputStream soon = new ByteArrayOutputStream();
@@ -61,9 +64,127 @@ final class Wire {
      */
     private long flushDue;
 
+    /** A wire over plain streams (tests, scripted peers). */
     Wire(InputStream in, OutputStream out) {
-        this.in = new DataInputStream(new java.io.BufferedInputStream(in, 64 * 1024));
-        this.out = out;
+        this(new LinkStream(in, out, java.nio.channels.Channels.newChannel(in), java.nio.channels.Channels.newChannel(out),
+                () -> { }, "streams", false));
+    }
+
+    Wire(LinkStream link) {
+        this.buffered = new Input(link.in());
+        this.in = new DataInputStream(buffered);
+        this.out = link.out();
+        this.rawIn = link.rawIn();
+        this.rawOut = link.rawOut();
+    }
+
+    /** The frames' read buffer, which says how many bytes it holds that the link's channel no longer does. */
+    private static final class Input extends java.io.BufferedInputStream {
+        Input(InputStream in) {
+            super(in, 64 * 1024);
+        }
+
+        synchronized int buffered() {
+            return count - pos;
+        }
+    }
+
+    /** Writes the bytes that follow a frame, straight to the link's channel. */
+    @FunctionalInterface
+    interface Body {
+        void writeTo(java.nio.channels.WritableByteChannel to) throws IOException;
+    }
+
+    /**
+     * Sends a frame followed by {@code length} bytes that {@code body} writes (a posted chunk, a written
+     * part): the frame says how many. Nothing else goes between them.
+     */
+    void send(long id, Message message, long length, Body body) throws IOException {
+        byte[] frame = frame(id, message);
+        if (Thread.currentThread().isVirtual()) {
+            try {
+                WRITERS.submit(() -> {
+                    writeFrameAndBody(frame, length, body);
+                    return null;
+                }).get();
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("interrupted while sending");
+            }
+            return;
+        }
+        writeFrameAndBody(frame, length, body);
+    }
+
+    private void writeFrameAndBody(byte[] frame, long length, Body body) throws IOException {
+        synchronized (writeLock) {
+            soon.write(frame);
+            writeSoon();
+            if (length > 0) {
+                body.writeTo(rawOut);
+            }
+        }
+    }
+
+    /**
+     * The {@code length} bytes that follow the frame just received, as a channel: what the frame buffer
+     * holds first, then straight from the link. Read them all (or {@link #skip} them) before the next frame.
+     */
+    java.nio.channels.ReadableByteChannel bytes(long length) {
+        return new java.nio.channels.ReadableByteChannel() {
+            long left = length;
+
+            @Override
+            public int read(java.nio.ByteBuffer dst) throws IOException {
+                if (left == 0) {
+                    return -1;
+                }
+                int want = (int) Math.min(left, dst.remaining());
+                int n;
+                int held = buffered.buffered();
+                if (held > 0) {
+                    byte[] part = new byte[Math.min(want, held)];
+                    n = buffered.read(part, 0, part.length);
+                    if (n > 0) {
+                        dst.put(part, 0, n);
+                    }
+                } else {
+                    int limit = dst.limit();
+                    dst.limit(dst.position() + want);
+                    try {
+                        n = rawIn.read(dst);
+                    } finally {
+                        dst.limit(limit);
+                    }
+                }
+                if (n < 0) {
+                    throw new EOFException("the link closed with " + left + " bytes of a post to come");
+                }
+                left -= n;
+                return n;
+            }
+
+            @Override
+            public boolean isOpen() {
+                return true;
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+    }
+
+    /** Reads and drops the {@code length} bytes that follow the frame just received (a post nobody takes). */
+    void skip(long length) throws IOException {
+        java.nio.channels.ReadableByteChannel bytes = bytes(length);
+        java.nio.ByteBuffer sink = java.nio.ByteBuffer.allocate((int) Math.min(length, 64 * 1024));
+        for (long left = length; left > 0; ) {
+            sink.clear().limit((int) Math.min(sink.capacity(), left));
+            left -= bytes.read(sink);
+        }
     }
 
     /** A received frame. */
@@ -257,6 +378,10 @@ final class Wire {
             case Message.AbortWrite a -> 26;
             case Message.DeleteObject d -> 27;
             case Message.MoveObject mo -> 28;
+            case Message.Posted p -> 29;
+            case Message.Recalled r -> 30;
+            case Message.Returned r -> 31;
+            case Message.PartBytes p -> 32;
         };
     }
 
@@ -323,6 +448,14 @@ final class Wire {
                 string(o, mo.to());
                 o.writeLong(mo.size());
             }
+            case Message.Posted p -> held(o, p.chunk());
+            case Message.Recalled r -> ints(o, r.slots());
+            case Message.Returned r -> ints(o, r.slots());
+            case Message.PartBytes p -> {
+                o.writeLong(p.upload());
+                o.writeInt(p.number());
+                o.writeInt(p.length());
+            }
         }
     }
 
@@ -355,6 +488,10 @@ final class Wire {
             case 26 -> new Message.AbortWrite(i.readLong());
             case 27 -> new Message.DeleteObject(string(i));
             case 28 -> new Message.MoveObject(string(i), string(i), i.readLong());
+            case 29 -> new Message.Posted(held(i));
+            case 30 -> new Message.Recalled(ints(i));
+            case 31 -> new Message.Returned(ints(i));
+            case 32 -> new Message.PartBytes(i.readLong(), i.readInt(), i.readInt());
             default -> throw new IOException("unknown message type " + type);
         };
     }
@@ -377,6 +514,11 @@ final class Wire {
         o.writeBoolean(s.decompress());
         o.writeInt(s.gpuDevice());
         o.writeBoolean(s.writes());
+        o.writeBoolean(h.posted());
+        o.writeInt(h.held().size());
+        for (ExtentIndex.Held c : h.held()) {
+            held(o, c);
+        }
     }
 
     private static Message.Hello hello(DataInputStream i) throws IOException {
@@ -386,10 +528,52 @@ final class Wire {
         }
         int version = i.readInt();
         if (version != VERSION) {
-            return new Message.Hello(version, null); // the rest is another version's: not read
+            return new Message.Hello(version, null, false, List.of()); // the rest is another version's: not read
         }
-        return new Message.Hello(version, new MountSpec(string(i), string(i), i.readLong(), i.readLong(),
-                i.readLong(), i.readInt(), i.readLong(), i.readBoolean(), i.readBoolean(), i.readInt(), i.readBoolean()));
+        MountSpec spec = new MountSpec(string(i), string(i), i.readLong(), i.readLong(),
+                i.readLong(), i.readInt(), i.readLong(), i.readBoolean(), i.readBoolean(), i.readInt(), i.readBoolean());
+        boolean posted = i.readBoolean();
+        int n = count(i);
+        List<ExtentIndex.Held> held = new ArrayList<>(Math.min(n, 1 << 16));
+        for (int k = 0; k < n; k++) {
+            held.add(held(i));
+        }
+        return new Message.Hello(version, spec, posted, held);
+    }
+
+    private static void held(DataOutputStream o, ExtentIndex.Held c) throws IOException {
+        o.writeInt(c.slot());
+        o.writeLong(c.key().inode());
+        o.writeLong(c.key().index());
+        o.writeLong(c.etagHash());
+        o.writeInt(c.length());
+        ints(o, c.pages());
+    }
+
+    private static ExtentIndex.Held held(DataInputStream i) throws IOException {
+        int slot = i.readInt();
+        ChunkKey key = new ChunkKey(i.readLong(), i.readLong());
+        long etagHash = i.readLong();
+        int length = i.readInt();
+        if (length < 0) {
+            throw new IOException("negative chunk length " + length);
+        }
+        return new ExtentIndex.Held(slot, key, etagHash, length, ints(i));
+    }
+
+    private static void ints(DataOutputStream o, int[] values) throws IOException {
+        o.writeInt(values.length);
+        for (int v : values) {
+            o.writeInt(v);
+        }
+    }
+
+    private static int[] ints(DataInputStream i) throws IOException {
+        int[] values = new int[count(i)];
+        for (int k = 0; k < values.length; k++) {
+            values[k] = i.readInt();
+        }
+        return values;
     }
 
     private static void layout(DataOutputStream o, StagingRegionSpec l) throws IOException {

@@ -23,7 +23,10 @@ public final class AgentService implements AutoCloseable {
 
     private final DiskCache disk;
 
-    private AgentService(AgentServer server, StagingDirectory staging, HTTPServer metrics, DiskCache disk) {
+    private final AgentServiceConfig config;
+
+    private AgentService(AgentServiceConfig config, AgentServer server, StagingDirectory staging, HTTPServer metrics, DiskCache disk) {
+        this.config = config;
         this.server = server;
         this.staging = staging;
         this.metrics = metrics;
@@ -56,16 +59,16 @@ public final class AgentService implements AutoCloseable {
             throw e;
         }
         AgentSessions sessions = new AgentSessions(config.storeOf(), config.readDeadline(), staging, config.maxFetches(),
-                PrometheusMetrics.getSeconds("mount", "source"), config.gpuDevice(), disk, config.policy());
+                PrometheusMetrics.getSeconds("mount", "source"), config.gpuDevice(), disk, config.policy(), config.memory());
         AgentServer server;
         try {
-            server = AgentServer.listen(config.socket(), sessions);
+            server = AgentServer.listen(config.listen(), config.linkTls(), sessions);
         } catch (IOException e) {
             staging.remove();
             if (disk != null) {
                 disk.close();
             }
-            throw new UsageError("cannot listen on unix:" + config.socket() + ": " + e.getMessage());
+            throw new UsageError("cannot listen on " + config.listen() + ": " + e.getMessage());
         }
         HTTPServer metrics = null;
         if (config.metricsAddress() != null) {
@@ -80,7 +83,21 @@ public final class AgentService implements AutoCloseable {
                 throw e;
             }
         }
-        return new AgentService(server, staging, metrics, disk);
+        return new AgentService(config, server, staging, metrics, disk);
+    }
+
+    /** Where shims connect, for the log: the address, and on TCP the port and how the link is protected. */
+    public String listening() {
+        if (!(config.listen() instanceof io.os2g.link.LinkAddress.Tcp tcp)) {
+            return config.listen().toString();
+        }
+        return "tcp://" + tcp.host() + ":" + linkPort() + (config.linkTls() == null ? " (loopback, no TLS)"
+                : config.linkTls().encrypt() ? " (mutual TLS)" : " (mutual TLS, then unencrypted)");
+    }
+
+    /** The TCP port shims connect to (the one picked for port 0 too); -1 on a Unix socket. */
+    public int linkPort() {
+        return server.port();
     }
 
     /** The port metrics are served on; -1 without {@code --metrics-port}. */

@@ -3,6 +3,8 @@ package io.os2g.runtime;
 import io.os2g.PrivateDirectory;
 import io.os2g.agent.AgentConfig;
 import io.os2g.agent.AgentPolicy;
+import io.os2g.link.LinkAddress;
+import io.os2g.link.LinkTls;
 import io.os2g.store.StoreConfig;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
@@ -32,7 +34,13 @@ public final class AgentServiceConfigBuilder {
     private String cacheSize;
     private int cacheMinFree = 5;
 
-    /** @param listen {@code unix:PATH}, the socket shims connect to */
+    private Path linkCert;
+    private Path linkKey;
+    private Path linkCa;
+    private String linkEncryption = "on";
+    private String memory;
+
+    /** @param listen {@code unix:PATH} or {@code tcp://ADDR:PORT}, where shims connect */
     public AgentServiceConfigBuilder(String listen) {
         this.listen = listen;
     }
@@ -86,11 +94,33 @@ public final class AgentServiceConfigBuilder {
         return this;
     }
 
+    /**
+     * Mutual TLS for a TCP listener: {@code --link-cert}, {@code --link-key}, {@code --link-ca} (null for
+     * none), and {@code --link-encryption} ({@code on}, or {@code off} for a physically private link).
+     */
+    public AgentServiceConfigBuilder link(Path cert, Path key, Path ca, String encryption) {
+        this.linkCert = cert;
+        this.linkKey = key;
+        this.linkCa = ca;
+        this.linkEncryption = encryption;
+        return this;
+    }
+
+    /** {@code --agent-memory}: staging all mounts together may take (null for no bound but the staging directory's room). */
+    public AgentServiceConfigBuilder memory(String size) {
+        this.memory = size;
+        return this;
+    }
+
     /** @throws UsageError for the first rule broken */
     public AgentServiceConfig build() {
-        Path socket = MountConfigBuilder.agentSocket(listen);
+        LinkAddress address = LinkSettings.address("--listen", listen);
+        LinkTls tls = LinkSettings.tls("--listen", address, linkCert, linkKey, linkCa, linkEncryption);
+        String id = address instanceof LinkAddress.Unix unix ? MountConfigBuilder.mountId(unix.path())
+                : MountConfigBuilder.mountId(Path.of("/tcp", address.toString().replaceAll("[^A-Za-z0-9.]", "_")));
         Path dir = stagingDir != null ? stagingDir.toAbsolutePath().normalize()
-                : PrivateDirectory.sharedMemoryParent().resolve("agent-" + MountConfigBuilder.mountId(socket));
+                : PrivateDirectory.sharedMemoryParent().resolve("agent-" + id);
+        long memoryBytes = memory == null ? 0 : Sizes.parse("--agent-memory", memory);
         MountConfigBuilder.checkWrites(allowWrites, allowOverwrite, allowDelete);
         List<String> sources = new ArrayList<>();
         for (String source : serve) {
@@ -100,7 +130,7 @@ public final class AgentServiceConfigBuilder {
             // a prefix ends in "/", as a mount's does
             sources.add(source.contains("/") && !source.endsWith("/") ? source + "/" : source);
         }
-        return new AgentServiceConfig(socket, dir, storeOf, readDeadline, maxFetches, MountConfigBuilder.gpuDevice(gpu), metricsAddress,
+        return new AgentServiceConfig(address, tls, memoryBytes, dir, storeOf, readDeadline, maxFetches, MountConfigBuilder.gpuDevice(gpu), metricsAddress,
                 CacheSettings.config(cacheDir, cacheSize, cacheMinFree), new AgentPolicy(sources, allowWrites, allowOverwrite, allowDelete));
     }
 }

@@ -50,6 +50,8 @@ final class AgentSessions implements AgentSession.Factory {
     private final int defaultGpu;
     /** The disk cache under every mount's staging region, shared by them; null for none. */
     private final DiskCache disk;
+    /** Bytes of staging all sessions together may take; 0 for no bound but the staging directory's room. */
+    private final long memory;
 
     /**
      * @param storeOf how to reach a bucket (endpoint, credentials, retries)
@@ -58,8 +60,9 @@ final class AgentSessions implements AgentSession.Factory {
      * @param defaultGpu the CUDA device regions are registered with when a mount asks for none; -1 for none
      */
     AgentSessions(Function<String, StoreConfig> storeOf, Duration readDeadline, StagingDirectory parent, int maxFetches,
-                  Histogram getSeconds, int defaultGpu, DiskCache disk, AgentPolicy policy) {
+                  Histogram getSeconds, int defaultGpu, DiskCache disk, AgentPolicy policy, long memory) {
         this.policy = policy;
+        this.memory = memory;
         this.defaultGpu = defaultGpu;
         this.disk = disk;
         this.storeOf = storeOf;
@@ -81,8 +84,16 @@ final class AgentSessions implements AgentSession.Factory {
     }
 
     @Override
-    public AgentSession open(MountSpec spec) {
+    public AgentSession open(MountSpec spec, AgentSession.Posting posting) {
         policy.checkMount(spec.bucket(), spec.prefix(), spec.writes());
+        if (memory > 0) {
+            long used = live.values().stream().mapToLong(s -> s.stack.region().config().capacity()).sum();
+            if (used + spec.stagingSize() > memory) {
+                throw new IllegalArgumentException("the agent's memory (--agent-memory " + Sizes.format(memory) + ") has "
+                        + Sizes.format(Math.max(0, memory - used)) + " left, this mount asks " + Sizes.format(spec.stagingSize())
+                        + " of staging: mount with a smaller --staging-size");
+            }
+        }
         String name = "mount-" + next.getAndIncrement();
         String source = spec.bucket() + "/" + spec.prefix();
         StagingConfig staging = StagingConfig.of(parent.path().resolve(name), spec.stagingSize(), readDeadline);
@@ -92,9 +103,11 @@ final class AgentSessions implements AgentSession.Factory {
         AgentStack stack = AgentStack.forSession(storeConfig, staging, new AgentStack.Spec(spec.prefix(),
                 spec.metadataTtlSeconds() < 0 ? null : Duration.ofSeconds(spec.metadataTtlSeconds()), config, spec.expandTar(),
                 spec.decompress(), spec.gpuDevice() >= 0 ? spec.gpuDevice() : defaultGpu, spec.writes() ? policy : null,
-                storeConfig.retry().deadline().plus(readDeadline), getSeconds.labelValues(name, source)::observe), disk);
+                storeConfig.retry().deadline().plus(readDeadline), getSeconds.labelValues(name, source)::observe), disk, posting);
         try {
-            Session session = new Session(name, source, stack, replier(stack.agent(), stack.index(), staging.directory()));
+            // a shim on another machine shares no kernel: nothing to lend
+            KernelReplier replier = posting == null ? replier(stack.agent(), stack.index(), staging.directory()) : null;
+            Session session = new Session(name, source, stack, replier);
             live.put(name, session);
             return session;
         } catch (RuntimeException e) {
@@ -129,6 +142,11 @@ final class AgentSessions implements AgentSession.Factory {
         @Override
         public Agent agent() {
             return stack.agent();
+        }
+
+        @Override
+        public ExtentIndex index() {
+            return stack.index();
         }
 
         @Override

@@ -8,6 +8,7 @@ import io.os2g.agent.TarExpandingStore;
 import io.os2g.agent.Uploads;
 import io.os2g.diskcache.CacheConfig;
 import io.os2g.diskcache.DiskCache;
+import io.os2g.link.AgentSession;
 import io.os2g.metrics.AgentCounters;
 import io.os2g.namespace.Namespace;
 import io.os2g.staging.ExtentIndex;
@@ -60,13 +61,14 @@ final class AgentStack implements AutoCloseable {
     private final Uploads uploads;
 
     private AgentStack(MinioObjectStore store, DiskCache disk, boolean ownsDisk, StagingRegion region, GpuRegistration gpu,
-                       Spec spec) {
+                       Spec spec, AgentSession.Posting posting) {
         this.store = store;
         this.disk = disk;
         this.ownsDisk = ownsDisk;
         this.region = region;
         this.gpu = gpu;
-        this.index = new ExtentIndex(region, spec.agent().chunkSize());
+        this.index = posting == null ? new ExtentIndex(region, spec.agent().chunkSize())
+                : new ExtentIndex(region, spec.agent().chunkSize(), posting.mirror(), posting.held());
         this.tars = spec.expandTar() ? new TarExpandingStore(store) : null;
         this.decompressed = spec.decompress() ? new DecompressedStore(tars != null ? tars : store) : null;
         this.objects = decompressed != null ? decompressed : tars != null ? tars : store;
@@ -78,12 +80,16 @@ final class AgentStack implements AutoCloseable {
 
     /** A mount's agent side with a disk cache of its own (null for none), opened once the store answers. */
     static AgentStack forMount(StoreConfig storeConfig, StagingConfig staging, Spec spec, CacheConfig cache) {
-        return open(storeConfig, staging, spec, cache, null);
+        return open(storeConfig, staging, spec, cache, null, null);
     }
 
-    /** An agent process's side for one shim, over the disk cache the process shares between its shims (null for none). */
-    static AgentStack forSession(StoreConfig storeConfig, StagingConfig staging, Spec spec, DiskCache shared) {
-        return open(storeConfig, staging, spec, null, shared);
+    /**
+     * An agent process's side for one shim, over the disk cache the process shares between its shims
+     * (null for none); {@code posting} where the shim is on another machine (its region is posted to), else null.
+     */
+    static AgentStack forSession(StoreConfig storeConfig, StagingConfig staging, Spec spec, DiskCache shared,
+                                 AgentSession.Posting posting) {
+        return open(storeConfig, staging, spec, null, shared, posting);
     }
 
     /**
@@ -92,7 +98,7 @@ final class AgentStack implements AutoCloseable {
      * @throws UsageError what the user can fix (no room, the store refusing)
      */
     private static AgentStack open(StoreConfig storeConfig, StagingConfig staging, Spec spec, CacheConfig ownCache,
-                                   DiskCache shared) {
+                                   DiskCache shared, AgentSession.Posting posting) {
         Preflight.stagingFits(staging);
         if (spec.gpuDevice() >= 0) {
             CudaDevices.device(spec.gpuDevice()); // no driver or no such device: refused before anything is set up
@@ -107,7 +113,7 @@ final class AgentStack implements AutoCloseable {
             own = ownCache == null ? null : Preflight.openCache(ownCache);
             region = StagingRegion.create(staging);
             gpu = spec.gpuDevice() < 0 ? null : CudaDevices.register(spec.gpuDevice(), region);
-            return new AgentStack(store, own != null ? own : shared, own != null, region, gpu, spec);
+            return new AgentStack(store, own != null ? own : shared, own != null, region, gpu, spec, posting);
         } catch (RuntimeException e) {
             if (gpu != null) {
                 gpu.close();

@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One running mount: the composition root. The shim (namespace, file system, FUSE mount) talks to an
- * agent in this process or in an agent process ({@link MountConfig#agentSocket}). Closing it
+ * agent in this process or in an agent process ({@link MountConfig#agentAddress}). Closing it
  * unmounts, stops the agent side and frees the staging region, whichever way the mount ends
  * (signal, fusermount -u, error), exactly once.
  */
@@ -65,7 +65,7 @@ public final class Gateway implements AutoCloseable {
         this.link = link;
         this.backend = backend;
         this.metrics = metrics;
-        boolean split = config.agentSocket() != null;
+        boolean split = config.agentAddress() != null;
         this.fs = new Os2gFileSystem(namespace, link, new ChunkLayout(config.agent().chunkSize()), config.fs(), metrics,
                 () -> GatewayStats.document(split, metrics, backend.stats()));
         this.mount = new FuseMount(config.mountPoint(), config.fuseOptions());
@@ -79,7 +79,7 @@ public final class Gateway implements AutoCloseable {
      */
     public static Gateway open(MountConfig config) {
         Preflight.fuseAvailable();
-        return config.agentSocket() != null ? mountWithAgent(config) : mountInProcess(config);
+        return config.agentAddress() != null ? mountWithAgent(config) : mountInProcess(config);
     }
 
     private static Gateway mountInProcess(MountConfig config) {
@@ -127,12 +127,12 @@ public final class Gateway implements AutoCloseable {
     private static Gateway mountWithAgent(MountConfig config) {
         SocketLink link;
         try {
-            link = SocketLink.connect(config.agentSocket(), new MountSpec(config.bucket(), config.prefix(),
+            link = SocketLink.connect(config.agentAddress(), config.linkTls(), config.staging().directory(), new MountSpec(config.bucket(), config.prefix(),
                     config.staging().capacity(), config.agent().chunkSize(), config.agent().maxReadahead(),
                     config.agent().directoryPrefetch(), config.metadataTtl() == null ? -1 : config.metadataTtl().toSeconds(),
                     config.expandTar(), config.decompress(), config.gpuDevice(), config.fs().writes().newFiles()),
                     config.fs().readDeadline());
-        } catch (LinkException e) {
+        } catch (LinkException | StagingException e) {
             throw new UsageError(e.getMessage());
         }
         return mountWithAgent(config, link);
@@ -160,7 +160,7 @@ public final class Gateway implements AutoCloseable {
 
                 @Override
                 public String close() {
-                    return "agent at unix:" + config.agentSocket();
+                    return "agent at " + config.agentAddress();
                 }
             };
             gateway = new Gateway(config, namespace, link, backend, new ShimMetrics(), null);
@@ -168,7 +168,7 @@ public final class Gateway implements AutoCloseable {
             link.close();
             throw e;
         }
-        return gateway.start("agent at unix:" + config.agentSocket());
+        return gateway.start("agent at " + config.agentAddress());
     }
 
     private Gateway start(String where) {

@@ -2,6 +2,8 @@ package io.os2g.runtime;
 
 import io.os2g.PrivateDirectory;
 import io.os2g.agent.AgentConfig;
+import io.os2g.link.LinkAddress;
+import io.os2g.link.LinkTls;
 import io.os2g.diskcache.CacheConfig;
 import io.os2g.host.FsConfig;
 import io.os2g.host.FuseMount;
@@ -41,6 +43,9 @@ public final class MountConfigBuilder {
     private int maxFetches = AgentConfig.DEFAULT_MAX_IN_FLIGHT;
     private String agent;
     private String agentReplies = "on";
+    private Path linkCert;
+    private Path linkKey;
+    private Path linkCa;
     private List<String> fuseOptions = List.of();
     private Integer uid;
     private Integer gid;
@@ -88,10 +93,18 @@ public final class MountConfigBuilder {
         return this;
     }
 
-    /** {@code unix:PATH} of an agent process; null for the agent in this process. */
+    /** {@code unix:PATH} or {@code tcp://HOST:PORT} of an agent process; null for the agent in this process. */
     public MountConfigBuilder agent(String address, String replies) {
         this.agent = address;
         this.agentReplies = replies;
+        return this;
+    }
+
+    /** The mutual TLS of a {@code tcp://} agent: {@code --link-cert}, {@code --link-key}, {@code --link-ca} (null for none). */
+    public MountConfigBuilder link(Path cert, Path key, Path ca) {
+        this.linkCert = cert;
+        this.linkKey = key;
+        this.linkCa = ca;
         return this;
     }
 
@@ -232,8 +245,17 @@ public final class MountConfigBuilder {
                 parseMode("--dir-mode", dirMode != null ? dirMode : allowWrites ? "0755" : "0555"), System.currentTimeMillis(), readDeadline,
                 mount.toAbsolutePath().normalize().toString(), new WritePolicy(allowWrites, allowOverwrite, allowDelete));
 
+        LinkAddress agentAddress = agent == null ? null : LinkSettings.address("--agent", agent);
+        LinkTls linkTls = agent == null ? null : LinkSettings.tls("--agent", agentAddress, linkCert, linkKey, linkCa, null);
+        if (agentAddress == null && (linkCert != null || linkKey != null || linkCa != null)) {
+            throw new UsageError("--link-cert, --link-key and --link-ca are for a mount with --agent tcp://HOST:PORT");
+        }
+        if (agentAddress instanceof LinkAddress.Tcp && gpu != null) {
+            throw new UsageError("--gpu with an agent on another machine is not supported: register the region on the agent's "
+                    + "machine (os2g agent --gpu), or mount with the agent in process");
+        }
         return new MountConfig(storeConfig, bucket, prefix, ttl, stagingConfig, agentConfig, fs, mount, kernelOptions(ttl),
-                agent == null ? null : agentSocket(agent), replies, expandTar, decompress, metricsAddress,
+                agentAddress, linkTls, replies, expandTar, decompress, metricsAddress,
                 gpuDevice(gpu), cache);
     }
 

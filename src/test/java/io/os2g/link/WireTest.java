@@ -12,13 +12,23 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.util.List;
 import org.junit.jupiter.api.Tag;
+import io.os2g.staging.ChunkKey;
+import io.os2g.staging.ExtentIndex;
 import org.junit.jupiter.api.Test;
 
 @Tag("unit")
 class WireTest {
 
     private static final List<Message> EVERY_KIND = List.of(
-            new Message.Hello(Wire.VERSION, new MountSpec("bkt", "train/", 1L << 30, 8 << 20, 64 << 20, 256, -1, true, false, 2, true)),
+            new Message.Hello(Wire.VERSION, new MountSpec("bkt", "train/", 1L << 30, 8 << 20, 64 << 20, 256, -1, true, false, 2, true),
+                    false, List.of()),
+            new Message.Hello(Wire.VERSION, new MountSpec("bkt", "", 1L << 30, 8 << 20, 64 << 20, 256, -1, true, false, 2, true),
+                    true, List.of(new ExtentIndex.Held(17, new ChunkKey(42, 3), -5L, 125_000, new int[] {9, 10}),
+                            new ExtentIndex.Held(3, new ChunkKey(7, -1), 1L, 0, new int[] {11}))),
+            new Message.Posted(new ExtentIndex.Held(1 << 20, new ChunkKey(1L << 40, 0), 0x1234_5678_9abc_def0L, 8 << 20, new int[] {0, 1, 2})),
+            new Message.Recalled(new int[] {1, 5, 1 << 20}),
+            new Message.Returned(new int[] {5}),
+            new Message.PartBytes(3, 2, 12345),
             new Message.Welcome(new StagingRegionSpec("/dev/shm/os2g/a/mount-1", 1L << 30, 65536, 64L << 20)),
             new Message.Refused("bucket bkt does not exist"),
             new Message.ListPrefix("train/cat/"),
@@ -275,7 +285,7 @@ class WireTest {
     void aHelloOfAnotherVersionIsReadAsSuchWithoutItsBody() throws IOException {
         ByteArrayOutputStream sent = new ByteArrayOutputStream();
         new Wire(new ByteArrayInputStream(new byte[0]), sent).send(0, new Message.Hello(Wire.VERSION + 1,
-                new MountSpec("b", "", 1, 1, 1, 0, 0, false, true, -1, false)));
+                new MountSpec("b", "", 1, 1, 1, 0, 0, false, true, -1, false), false, List.of()));
         Message.Hello hello = (Message.Hello) new Wire(new ByteArrayInputStream(sent.toByteArray()), new ByteArrayOutputStream())
                 .receive().message();
         assertEquals(Wire.VERSION + 1, hello.version());

@@ -29,11 +29,25 @@ class AgentServiceConfigBuilderTest {
     @Test
     void theSocketAndTheDefaults() {
         AgentServiceConfig config = agent().build();
-        assertEquals(Path.of("/run/os2g/agent.sock"), config.socket());
+        assertEquals(new io.os2g.link.LinkAddress.Unix(Path.of("/run/os2g/agent.sock")), config.listen());
         assertEquals(staging, config.stagingDir());
         assertEquals(-1, config.gpuDevice());
         assertEquals(null, config.cache());
         assertTrue(refusal(new AgentServiceConfigBuilder("/run/agent.sock")).contains("unix:PATH"));
+    }
+
+    @Test
+    void aTcpListenerOffLoopbackTakesMutualTlsOnly() {
+        String offLoopback = "tcp://0.0.0.0:7070";
+        assertTrue(refusal(new AgentServiceConfigBuilder(offLoopback).store(agent().build().storeOf(), java.time.Duration.ofSeconds(1), 1))
+                .contains("reachable from other machines"));
+        assertTrue(refusal(agent().link(null, null, null, "off")).contains("for a tcp:// link"));
+        assertTrue(refusal(new AgentServiceConfigBuilder("tcp://127.0.0.1:0").link(null, null, null, "off"))
+                .contains("--link-encryption off needs"));
+        assertTrue(refusal(new AgentServiceConfigBuilder("tcp://127.0.0.1:0").link(null, null, null, "maybe"))
+                .contains("--link-encryption must be on or off"));
+        assertTrue(refusal(new AgentServiceConfigBuilder("tcp://127.0.0.1:0").memory("lots")).contains("--agent-memory"));
+        assertEquals(new io.os2g.link.LinkAddress.Tcp("127.0.0.1", 0), new AgentServiceConfigBuilder("tcp://127.0.0.1:0").build().listen());
     }
 
     @Test

@@ -87,12 +87,18 @@ class MountConfigBuilderTest {
     }
 
     @Test
-    void anAgentTakesNoDiskCacheAndHasAUnixAddress() {
+    void anAgentTakesNoDiskCacheAndIsAUnixSocketOrATcpPortBehindTls() {
         MountConfig split = mount("data").agent("unix:/run/os2g/agent.sock", "off").build();
-        assertEquals(Path.of("/run/os2g/agent.sock"), split.agentSocket());
+        assertEquals(new io.os2g.link.LinkAddress.Unix(Path.of("/run/os2g/agent.sock")), split.agentAddress());
         assertFalse(split.agentReplies());
         assertNull(split.store(), "with an agent this process resolves no credentials");
-        assertTrue(refusal(mount("data").agent("tcp://host:1", "on")).contains("--agent must be unix:PATH"));
+        assertTrue(refusal(mount("data").agent("http://host:1", "on")).contains("unix:PATH or tcp://HOST:PORT"));
+        assertTrue(refusal(mount("data").agent("tcp://198.18.0.2:7070", "on")).contains("--link-cert, --link-key and --link-ca"));
+        assertTrue(refusal(mount("data").agent("tcp://198.18.0.2:7070", "on").link(staging, null, null)).contains("--link-key is missing"));
+        assertTrue(refusal(mount("data").link(staging, staging, staging)).contains("are for a mount with --agent tcp://"));
+        assertTrue(refusal(mount("data").agent("unix:/a.sock", "on").link(staging, staging, staging)).contains("for a tcp:// link"));
+        assertEquals(new io.os2g.link.LinkAddress.Tcp("127.0.0.1", 7070), mount("data").agent("tcp://127.0.0.1:7070", "on").build().agentAddress(),
+                "loopback needs no certificates (one machine)");
         assertTrue(refusal(mount("data").agent("unix:/a.sock", "maybe")).contains("--agent-replies must be on or off"));
         assertTrue(refusal(mount("data").agent("unix:/a.sock", "on").cache(staging, "1G", 5))
                 .contains("the disk cache is the agent's"));

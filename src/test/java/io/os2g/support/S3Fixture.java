@@ -61,6 +61,13 @@ public final class S3Fixture {
         return this;
     }
 
+    /** The object's bytes as the server holds them. */
+    public byte[] get(String bucket, String key) throws Exception {
+        try (var in = client().getObject(io.minio.GetObjectArgs.builder().bucket(bucket).object(key).build())) {
+            return in.readAllBytes();
+        }
+    }
+
     public S3Fixture delete(String bucket, String key) throws Exception {
         client().removeObject(RemoveObjectArgs.builder().bucket(bucket).object(key).build());
         return this;
