@@ -7,7 +7,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)"
 cd "$root"
 
-packages=(fuse3 python3 python3-numpy python3-pytest python3-boto3 python3-pip python3-torch python3-torchvision python3-pil python3-prometheus-client python3-yaml zstd gcc libc6-dev maven
+packages=(fuse3 iproute2 openssl python3 python3-numpy python3-pytest python3-boto3 python3-pip python3-torch python3-torchvision python3-pil python3-prometheus-client python3-yaml zstd gcc libc6-dev maven
           ceph-mon ceph-osd radosgw)  # a second S3 implementation: Ceph's radosgw (test_rgw.py)
 missing=()
 for p in "${packages[@]}"; do
