@@ -168,7 +168,7 @@ def targets(endpoint, data, work, quick):
     if baseline:  # another build's checkout, for before/after rounds: os2g-base, os2g-split-base
         all_targets[1:1] = os2g_targets(str(Path(baseline) / "os2g"), "-base", endpoint, work, creds)
     if quick:
-        return [t for t in all_targets if t.flags == "default" or t.name.startswith("os2g-split") or t.name in ("local", "direct")
+        return [t for t in all_targets if t.flags == "default" or t.name.startswith(("os2g-split", "os2g-net")) or t.name in ("local", "direct")
                 or t.writes]
     return all_targets
 
@@ -225,9 +225,39 @@ def cache_targets(launcher, endpoint, work, creds, s3fs_base, rclone_env):
     ]
 
 
+def link_certs(work):
+    """A CA and the agent's and the shim's certificates for the network link's mutual TLS: (agent, shim) flags."""
+    d = work / "link-certs"
+    if not (d / "shim.pem").exists():
+        d.mkdir(exist_ok=True)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+        subprocess.run(["openssl", "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "30", "-subj", "/CN=bench-ca"],
+                       cwd=d, check=True, capture_output=True)
+        for name in ("agent", "shim"):
+            subprocess.run(["openssl", "req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}"],
+                           cwd=d, check=True, capture_output=True)
+            subprocess.run(["openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                            "-out", f"{name}.pem", "-days", "30"], cwd=d, check=True, capture_output=True)
+    flags = lambda name: ["--link-cert", str(d / f"{name}.pem"), "--link-key", str(d / f"{name}.key"), "--link-ca", str(d / "ca.pem")]
+    return flags("agent"), flags("shim")
+
+
 def os2g_targets(launcher, suffix, endpoint, work, creds):
-    """os2g in process (default and recommended flags) and split, run by the launcher at `launcher`."""
+    """os2g in process (default and recommended flags), split on a Unix socket, and split over TCP with
+    mutual TLS (encrypted, and authenticated only), run by the launcher at `launcher`."""
     sock = f"unix:{work}/agent{suffix}.sock"
+    pin = ["taskset", "-c", "1"] if (os.cpu_count() or 1) > 1 else []
+    agent_certs, shim_certs = link_certs(work)
+    port = 17070 + (1 if suffix else 0) * 10
+
+    def networked(name, encryption, offset):
+        address = f"tcp://127.0.0.1:{port + offset}"
+        return Target(name + suffix, f"agent over TCP on loopback, mutual TLS, --link-encryption {encryption}; agent on core 1; "
+                      "the shim's own staging region, chunks posted into it",
+                      lambda m: [launcher, "mount", "bench", str(m), "--agent", address, *shim_certs, "--expand-tar", "--decompress"],
+                      creds, agent=[*pin, launcher, "agent", "--listen", address, *agent_certs, "--link-encryption", encryption,
+                                    "--endpoint", endpoint, "--cpus", "1"])
+
     return [
         Target("os2g" + suffix, "default", lambda m: [launcher, "mount", "bench", str(m), "--endpoint", endpoint, "--expand-tar", "--decompress"], creds),
         Target("os2g" + suffix, "recommended: --metadata-ttl forever",
@@ -237,6 +267,13 @@ def os2g_targets(launcher, suffix, endpoint, work, creds):
                lambda m: [launcher, "mount", "bench", str(m), "--agent", sock, "--expand-tar", "--decompress"], creds,
                agent=[*(["taskset", "-c", "1"] if (os.cpu_count() or 1) > 1 else []), launcher, "agent",
                       "--listen", sock, "--endpoint", endpoint, "--cpus", "1"]),
+        # the agent off the host: what a DPU's own Linux needs (no shared memory, no lent /dev/fuse)
+        Target("os2g-split-off" + suffix, "agent on core 1, --agent-replies off (the shim answers every READ)",
+               lambda m: [launcher, "mount", "bench", str(m), "--agent", sock + "-off", "--agent-replies", "off",
+                          "--expand-tar", "--decompress"], creds,
+               agent=[*pin, launcher, "agent", "--listen", sock + "-off", "--endpoint", endpoint, "--cpus", "1"]),
+        networked("os2g-net", "on", 0),
+        networked("os2g-net-plain", "off", 1),
     ]
 
 
