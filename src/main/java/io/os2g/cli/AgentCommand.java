@@ -37,8 +37,8 @@ final class AgentCommand implements Callable<Integer> {
     Path linkCa;
 
     @Option(names = "--link-encryption", paramLabel = "on|off", defaultValue = "on",
-            description = {"off: for a physically private link (the host-DPU interface): peers still authenticate with mutual TLS,",
-                    "then the link's bytes go unencrypted (less CPU on both sides). Default: on."})
+            description = {"off: allow mounts that ask for it (their --link-encryption off) an unencrypted link, for a physically",
+                    "private wire (the host-DPU interface): peers still authenticate with mutual TLS, then the bytes go in the clear. Default: on."})
     String linkEncryption;
 
     @Option(names = "--agent-memory", paramLabel = "SIZE",

@@ -47,6 +47,11 @@ final class MountCommand implements Callable<Integer> {
     @Option(names = "--link-ca", paramLabel = "PEM", description = "With --agent tcp://: the CA that signed the agent's certificate (and only it is accepted).")
     Path linkCa;
 
+    @Option(names = "--link-encryption", paramLabel = "on|off",
+            description = {"With --agent tcp://, off: ask for an unencrypted link on a physically private wire (the host-DPU interface);",
+                    "the peers still authenticate with mutual TLS, and the agent must allow it (else the link stays encrypted). Default: on."})
+    String linkEncryption;
+
     @Option(names = "--agent-replies", paramLabel = "on|off", defaultValue = "on",
             description = {"With --agent: lend the agent this mount's /dev/fuse so that it replies to READs itself, where it shares this kernel",
                     "(the shim then moves no file bytes); off: the shim replies to every READ from the staging region, as it does for an agent",
@@ -175,7 +180,7 @@ final class MountCommand implements Callable<Integer> {
         return new MountConfigBuilder(source, mountPoint)
                 .store(store.settings())
                 .agent(agent, agentReplies)
-                .link(linkCert, linkKey, linkCa)
+                .link(linkCert, linkKey, linkCa, linkEncryption)
                 .fuseOptions(fuseOptions)
                 .ownership(uid, gid, fileMode, dirMode)
                 .writes(allowWrites, allowOverwrite, allowDelete)

@@ -40,8 +40,8 @@ public final class NodeVolumes {
     private final List<String> mountCommand;
     private final MountArguments arguments;
     private final MountStarter starter;
-    /** The node agent's socket, which every mount then uses (it holds the credentials), or null. */
-    private final Path agent;
+    /** The mount options that name the node agent every mount then uses (it holds the credentials); empty for none. */
+    private final List<String> agent;
     private final Map<String, SharedMount> mounts = new HashMap<>();
 
     /**
@@ -50,17 +50,18 @@ public final class NodeVolumes {
      * @param stagingParent where each mount's staging dir is made
      * @param mountCommand the words that run {@code os2g mount} (the plugin's own build)
      * @param starter who starts the mount processes (here, or the mounter)
-     * @param agent the node agent's socket (os2g agent), through which every mount then reads; or null
+     * @param agent the options that name the node agent ({@code --agent ADDRESS}, and the link's TLS files for a
+     *     {@code tcp://} one), through which every mount then reads; empty for none
      */
     public NodeVolumes(Path stateDir, Path secretsDir, Path stagingParent, List<String> mountCommand, MountArguments arguments,
-                       MountStarter starter, Path agent) {
+                       MountStarter starter, List<String> agent) {
         this.stateDir = stateDir;
         this.secretsDir = secretsDir;
         this.stagingParent = stagingParent;
         this.mountCommand = List.copyOf(mountCommand);
         this.arguments = arguments;
         this.starter = starter;
-        this.agent = agent;
+        this.agent = List.copyOf(agent);
         recover();
     }
 
@@ -92,7 +93,7 @@ public final class NodeVolumes {
     /** Publishes {@code request.volumeId()} at {@code request.target()}: idempotent, as NodePublishVolume must be. */
     public synchronized void publish(VolumeRequest request) throws CsiException {
         request.checkSecrets();
-        if (agent != null && (!request.secrets().isEmpty() || request.webIdentity())) {
+        if (!agent.isEmpty() && (!request.secrets().isEmpty() || request.webIdentity())) {
             throw CsiException.invalid("this node's volumes are read through the node agent, which signs with its own credentials: "
                     + "the volume's " + (request.webIdentity() ? VolumeRequest.ROLE_ARN : "nodePublishSecretRef") + " has no use here");
         }
@@ -267,8 +268,8 @@ public final class NodeVolumes {
             argv.add("/dev/fd/3");
             argv.addAll(words.subList(1, words.size()));
             argv.addAll(List.of("--staging-dir", staging.toString()));
-            if (agent != null) {
-                argv.addAll(List.of("--agent", "unix:" + agent));
+            if (!agent.isEmpty()) {
+                argv.addAll(agent);
             } else if (!request.secrets().isEmpty()) {
                 argv.addAll(List.of("--credentials-file", credentials.toString()));
             } else if (token == null) {

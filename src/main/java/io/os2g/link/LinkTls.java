@@ -27,8 +27,9 @@ import javax.net.ssl.TrustManagerFactory;
  * signed (TLS 1.3, the JDK's implementation); the CA is the link's trust domain, so names in the
  * certificates are not checked.
  *
- * @param encrypt false for a physically private link (the host-DPU interface): peers are still
- *     authenticated by this handshake, then the link's bytes go unencrypted on a second connection
+ * @param encrypt false for a physically private link (the host-DPU interface): a shim asks for, and an
+ *     agent allows, a link whose peers are authenticated by this handshake and whose bytes then go
+ *     unencrypted on a second connection (both sides must say so)
  */
 public record LinkTls(SSLContext context, boolean encrypt) {
 

@@ -17,12 +17,12 @@ import javax.net.ssl.SSLSocket;
 import jdk.net.ExtendedSocketOptions;
 
 /**
- * How the two ends of a network link meet. Every connection starts with mutual TLS 1.3; the agent then
- * says on it how the link goes on: over this TLS connection ({@code E}), or, for a link it was told is
- * physically private, with a single-use token ({@code T}) that the shim presents first on a second,
- * plain connection, which then carries the link unencrypted: the peers are authenticated by the
- * handshake, the bytes are not protected after it. A connection that starts with neither a TLS hello
- * nor a token is refused.
+ * How the two ends of a network link meet. Every connection starts with mutual TLS 1.3; the shim then
+ * asks on it for an encrypted link ({@code E}) or a plain one ({@code P}), and the agent answers: over
+ * this TLS connection ({@code E}), or, where both were told the link is physically private, with a
+ * single-use token ({@code T}) that the shim presents first on a second, plain connection, which then
+ * carries the link unencrypted: the peers are authenticated by the handshake, the bytes are not
+ * protected after it. A connection that starts with neither a TLS hello nor a token is refused.
  */
 final class TlsHandshake {
 
@@ -74,6 +74,8 @@ final class TlsHandshake {
                     address.port(), true), false);
             socket.setSoTimeout((int) HANDSHAKE_DEADLINE.toMillis());
             socket.startHandshake();
+            socket.getOutputStream().write(tls.encrypt() ? 'E' : 'P');
+            socket.getOutputStream().flush();
             DataInputStream in = new DataInputStream(socket.getInputStream());
             mode = in.readByte();
             if (mode == 'T') {
@@ -151,7 +153,11 @@ final class TlsHandshake {
             SSLSocket socket = tls.configure((SSLSocket) tls.context().getSocketFactory().createSocket(raw,
                     new ByteArrayInputStream(first), true), true);
             socket.startHandshake();
-            if (tls.encrypt()) {
+            int asked = socket.getInputStream().read();
+            if (asked != 'E' && asked != 'P') {
+                throw new IOException("a peer that asked for link mode " + asked);
+            }
+            if (tls.encrypt() || asked == 'E') {
                 socket.getOutputStream().write('E');
                 socket.getOutputStream().flush();
                 socket.setSoTimeout(0);

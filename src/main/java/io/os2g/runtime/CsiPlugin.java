@@ -28,10 +28,10 @@ public final class CsiPlugin implements AutoCloseable {
      * @param mountCommand the words that run {@code os2g mount} on this build
      * @param attributes how a volume's attributes become mount options
      * @param mounter the socket of {@code os2g csi-mounter}, or null to start mount processes here
-     * @param agent the node agent's socket, or null for mounts with their own store client
+     * @param agent the mount options naming the node agent ({@link #agentArguments}); empty for mounts with their own store client
      */
     public record Config(String endpoint, String nodeId, String version, Path stateDir, Path secretsDir, Path stagingDir,
-                         List<String> mountCommand, VolumeOptions attributes, Path mounter, Path agent) {
+                         List<String> mountCommand, VolumeOptions attributes, Path mounter, List<String> agent) {
     }
 
     /**
@@ -86,6 +86,33 @@ public final class CsiPlugin implements AutoCloseable {
     }
 
     /** The socket path {@code option} gives ({@code unix:///PATH}), or its one-line refusal. */
+    /**
+     * The options every volume's mount gets to read through the node agent at {@code address}
+     * ({@code unix:PATH}, or {@code tcp://HOST:PORT} with the link's TLS files and, where asked, an
+     * unencrypted link); empty for none.
+     *
+     * @throws UsageError for an address or TLS files a mount would refuse
+     */
+    public static List<String> agentArguments(String address, Path cert, Path key, Path ca, String encryption) {
+        if (address == null) {
+            if (cert != null || key != null || ca != null || encryption != null) {
+                throw new UsageError("--link-cert, --link-key and --link-ca are for --agent tcp://HOST:PORT");
+            }
+            return List.of();
+        }
+        io.os2g.link.LinkAddress agent = LinkSettings.address("--agent", address);
+        LinkSettings.tls("--agent", agent, cert, key, ca, encryption);
+        List<String> args = new java.util.ArrayList<>(List.of("--agent", agent.toString()));
+        if (cert != null) {
+            args.addAll(List.of("--link-cert", cert.toAbsolutePath().toString(), "--link-key", key.toAbsolutePath().toString(),
+                    "--link-ca", ca.toAbsolutePath().toString()));
+        }
+        if (encryption != null) {
+            args.addAll(List.of("--link-encryption", encryption));
+        }
+        return args;
+    }
+
     public static Path socket(String option, String value) {
         try {
             return CsiServer.socketPath(value);

@@ -31,7 +31,7 @@ final class LinkSettings {
     /**
      * The TLS of a link, or null for a Unix socket or an unauthenticated TCP link on loopback (tests).
      *
-     * @param encryption {@code on}, or {@code off} for a physically private link (agent side only; null on a mount)
+     * @param encryption {@code on}, or {@code off} for a physically private link (a mount asks for it, an agent allows it); null for on
      * @throws UsageError when a TCP address off this machine has no certificates, or the files are incomplete or bad
      */
     static LinkTls tls(String option, LinkAddress address, Path cert, Path key, Path ca, String encryption) {

@@ -46,6 +46,7 @@ public final class MountConfigBuilder {
     private Path linkCert;
     private Path linkKey;
     private Path linkCa;
+    private String linkEncryption;
     private List<String> fuseOptions = List.of();
     private Integer uid;
     private Integer gid;
@@ -100,11 +101,15 @@ public final class MountConfigBuilder {
         return this;
     }
 
-    /** The mutual TLS of a {@code tcp://} agent: {@code --link-cert}, {@code --link-key}, {@code --link-ca} (null for none). */
-    public MountConfigBuilder link(Path cert, Path key, Path ca) {
+    /**
+     * The mutual TLS of a {@code tcp://} agent: {@code --link-cert}, {@code --link-key}, {@code --link-ca}
+     * (null for none), and {@code --link-encryption} ({@code off} asks for an unencrypted link; null for on).
+     */
+    public MountConfigBuilder link(Path cert, Path key, Path ca, String encryption) {
         this.linkCert = cert;
         this.linkKey = key;
         this.linkCa = ca;
+        this.linkEncryption = encryption;
         return this;
     }
 
@@ -246,9 +251,9 @@ public final class MountConfigBuilder {
                 mount.toAbsolutePath().normalize().toString(), new WritePolicy(allowWrites, allowOverwrite, allowDelete));
 
         LinkAddress agentAddress = agent == null ? null : LinkSettings.address("--agent", agent);
-        LinkTls linkTls = agent == null ? null : LinkSettings.tls("--agent", agentAddress, linkCert, linkKey, linkCa, null);
-        if (agentAddress == null && (linkCert != null || linkKey != null || linkCa != null)) {
-            throw new UsageError("--link-cert, --link-key and --link-ca are for a mount with --agent tcp://HOST:PORT");
+        LinkTls linkTls = agent == null ? null : LinkSettings.tls("--agent", agentAddress, linkCert, linkKey, linkCa, linkEncryption);
+        if (agentAddress == null && (linkCert != null || linkKey != null || linkCa != null || linkEncryption != null)) {
+            throw new UsageError("--link-cert, --link-key, --link-ca and --link-encryption are for a mount with --agent tcp://HOST:PORT");
         }
         if (agentAddress instanceof LinkAddress.Tcp && gpu != null) {
             throw new UsageError("--gpu with an agent on another machine is not supported: register the region on the agent's "

@@ -3,6 +3,7 @@ package io.os2g.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -92,6 +93,29 @@ class DeployManifestsTest {
         JsonNode agent = container(pod, "agent");
         assertEquals("node-s3", agent.at("/env/0/valueFrom/secretKeyRef/name").asText());
         assertTrue(args(agent).contains("--endpoint=http://minio:9000"));
+    }
+
+    @Test
+    void withARemoteAgentEveryMountReadsThroughItWithTheLinksCertificate() throws IOException {
+        Map<String, JsonNode> objects = objects(render(Map.of("remoteAgent.address", "tcp://192.168.100.2:7070",
+                "remoteAgent.linkSecret", "node-link")));
+        JsonNode pod = objects.get("DaemonSet/os2g-csi-node").at("/spec/template/spec");
+        JsonNode mounterPod = objects.get("DaemonSet/os2g-csi-mounter").at("/spec/template/spec");
+        JsonNode plugin = container(pod, "os2g-csi");
+        new CommandLine(new CsiCommand()).parseArgs(args(plugin).toArray(String[]::new));
+        Map<String, String> pluginArgs = options(plugin);
+        assertEquals("tcp://192.168.100.2:7070", pluginArgs.get("--agent"));
+        String linkDir = mountPath(plugin, "link-tls");
+        for (String file : List.of("--link-cert", "--link-key", "--link-ca")) {
+            assertTrue(pluginArgs.get(file).startsWith(linkDir + "/"), file + " in the mounted Secret");
+        }
+        assertEquals(linkDir, mountPath(container(mounterPod, "mounter"), "link-tls"), "the mounts read the same files");
+        assertEquals("node-link", volumes(pod).get("link-tls").at("/secret/secretName").asText());
+        assertEquals("node-link", volumes(mounterPod).get("link-tls").at("/secret/secretName").asText());
+        assertThrows(RuntimeException.class, () -> render(Map.of("remoteAgent.address", "tcp://192.168.100.2:7070")),
+                "no Secret named");
+        assertThrows(RuntimeException.class, () -> render(Map.of("remoteAgent.address", "tcp://192.168.100.2:7070",
+                "remoteAgent.linkSecret", "node-link", "agent.enabled", "true")), "two agents");
     }
 
     @Test

@@ -94,9 +94,10 @@ class MountConfigBuilderTest {
         assertNull(split.store(), "with an agent this process resolves no credentials");
         assertTrue(refusal(mount("data").agent("http://host:1", "on")).contains("unix:PATH or tcp://HOST:PORT"));
         assertTrue(refusal(mount("data").agent("tcp://198.18.0.2:7070", "on")).contains("--link-cert, --link-key and --link-ca"));
-        assertTrue(refusal(mount("data").agent("tcp://198.18.0.2:7070", "on").link(staging, null, null)).contains("--link-key is missing"));
-        assertTrue(refusal(mount("data").link(staging, staging, staging)).contains("are for a mount with --agent tcp://"));
-        assertTrue(refusal(mount("data").agent("unix:/a.sock", "on").link(staging, staging, staging)).contains("for a tcp:// link"));
+        assertTrue(refusal(mount("data").agent("tcp://198.18.0.2:7070", "on").link(staging, null, null, null)).contains("--link-key is missing"));
+        assertTrue(refusal(mount("data").link(staging, staging, staging, null)).contains("are for a mount with --agent tcp://"));
+        assertTrue(refusal(mount("data").agent("unix:/a.sock", "on").link(staging, staging, staging, null)).contains("for a tcp:// link"));
+        assertTrue(refusal(mount("data").link(null, null, null, "off")).contains("are for a mount with --agent tcp://"));
         assertEquals(new io.os2g.link.LinkAddress.Tcp("127.0.0.1", 7070), mount("data").agent("tcp://127.0.0.1:7070", "on").build().agentAddress(),
                 "loopback needs no certificates (one machine)");
         assertTrue(refusal(mount("data").agent("unix:/a.sock", "maybe")).contains("--agent-replies must be on or off"));

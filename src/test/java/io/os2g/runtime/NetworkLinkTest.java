@@ -80,7 +80,11 @@ class NetworkLinkTest {
     }
 
     private SocketLink connect(LinkCerts certs, long staging) {
-        return SocketLink.connect(new LinkAddress.Tcp("127.0.0.1", port), LinkTls.load(certs.cert(), certs.key(), certs.ca(), true),
+        return connect(certs, staging, true);
+    }
+
+    private SocketLink connect(LinkCerts certs, long staging, boolean encrypt) {
+        return SocketLink.connect(new LinkAddress.Tcp("127.0.0.1", port), LinkTls.load(certs.cert(), certs.key(), certs.ca(), encrypt),
                 tmp.resolve("host-staging"), new MountSpec("data", "", staging, CHUNK, 1 << 20, 0, 60, false, false, -1, false),
                 Duration.ofSeconds(10));
     }
@@ -120,16 +124,33 @@ class NetworkLinkTest {
     }
 
     @Test
-    void anUnencryptedLinkStillAuthenticatesAndCarriesTheSameBytes() throws Exception {
-        agent.close();
-        agent = startAgent(port, "off");
+    void anUnencryptedLinkBothSidesAskedForStillAuthenticatesAndCarriesTheSameBytes() throws Exception {
         byte[] body = S3Fixture.bytes(3 * CHUNK + 17, 9);
         s3.put("data", "a.bin", body);
-        try (SocketLink link = connect(shimCerts, 4L << 20)) {
+        try (SocketLink link = connect(shimCerts, 4L << 20, false)) {
+            assertArrayEquals(body, stageWhole(link, link.list("").objects().getFirst()), "an agent that does not allow it encrypts");
+        }
+        agent.close();
+        agent = startAgent(port, "off");
+        try (SocketLink link = connect(shimCerts, 4L << 20, false)) {
             assertArrayEquals(body, stageWhole(link, link.list("").objects().getFirst()));
         }
+        try (SocketLink link = connect(shimCerts, 4L << 20, true)) {
+            assertArrayEquals(body, stageWhole(link, link.list("").objects().getFirst()), "a mount that does not ask is encrypted");
+        }
         LinkCerts stranger = LinkCerts.issue(Files.createDirectories(tmp.resolve("other")), "other-ca", "stranger");
-        assertThrows(LinkException.class, () -> connect(stranger, 4L << 20), "no token without the handshake");
+        assertThrows(LinkException.class, () -> connect(stranger, 4L << 20, false), "no token without the handshake");
+        try (var plain = java.nio.channels.SocketChannel.open(new java.net.InetSocketAddress("127.0.0.1", port))) {
+            plain.write(java.nio.ByteBuffer.wrap(new byte[36]).put(0, (byte) 'O').put(1, (byte) 'S').put(2, (byte) '2').put(3, (byte) 'T'));
+            plain.socket().setSoTimeout(10_000);
+            int answer;
+            try {
+                answer = plain.socket().getInputStream().read();
+            } catch (java.net.SocketException reset) {
+                answer = -1;
+            }
+            assertEquals(-1, answer, "a token never issued is refused");
+        }
     }
 
     @Test
@@ -209,7 +230,7 @@ class NetworkLinkTest {
         byte[] checkpoint = S3Fixture.bytes((20 << 20) + 12345, 2); // three parts
         Path mnt = Files.createDirectory(tmp.resolve("mnt"));
         Gateway gateway = Gateway.open(new MountConfigBuilder("data", mnt.toString()).agent("tcp://127.0.0.1:" + port, "off")
-                .link(shimCerts.cert(), shimCerts.key(), shimCerts.ca()).staging(tmp.resolve("mount-staging"), "64M", "1M", "8M", 0)
+                .link(shimCerts.cert(), shimCerts.key(), shimCerts.ca(), null).staging(tmp.resolve("mount-staging"), "64M", "1M", "8M", 0)
                 .writes(true, false, false).build());
         try {
             Files.write(mnt.resolve("small.bin"), small);
