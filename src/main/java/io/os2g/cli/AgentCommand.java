@@ -27,19 +27,8 @@ final class AgentCommand implements Callable<Integer> {
                     "(with --link-cert, --link-key and --link-ca unless it is a loopback address)."})
     String listen;
 
-    @Option(names = "--link-cert", paramLabel = "PEM", description = "With tcp://: the agent's certificate (chain) for the link's mutual TLS.")
-    Path linkCert;
-
-    @Option(names = "--link-key", paramLabel = "PEM", description = "With tcp://: the certificate's private key (PKCS#8).")
-    Path linkKey;
-
-    @Option(names = "--link-ca", paramLabel = "PEM", description = "With tcp://: the CA whose certificates mounts must present; any other peer is refused.")
-    Path linkCa;
-
-    @Option(names = "--link-encryption", paramLabel = "on|off", defaultValue = "on",
-            description = {"off: allow mounts that ask for it (their --link-encryption off) an unencrypted link, for a physically",
-                    "private wire (the host-DPU interface): peers still authenticate with mutual TLS, then the bytes go in the clear. Default: on."})
-    String linkEncryption;
+    @Mixin
+    LinkOptions link = new LinkOptions();
 
     @Option(names = "--agent-memory", paramLabel = "SIZE",
             description = "Staging memory all mounts served together may take (each mount's --staging-size); a mount beyond it is refused. Default: the staging directory's room.")
@@ -100,7 +89,7 @@ final class AgentCommand implements Callable<Integer> {
                 .policy(serve, allowWrites, allowOverwrite, allowDelete)
                 .metrics(service.metricsAddress())
                 .cache(cache.directory, cache.size, cache.minFreePercent)
-                .link(linkCert, linkKey, linkCa, linkEncryption)
+                .link(link.cert, link.key, link.ca, link.encryption)
                 .memory(agentMemory)
                 .build();
         AgentService agent = AgentService.start(config);

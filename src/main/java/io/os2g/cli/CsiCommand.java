@@ -52,18 +52,8 @@ final class CsiCommand implements Callable<Integer> {
                     "and the store's endpoint for all of them; volumes then carry no secret. tcp://: an agent on this node's DPU or another node."})
     String agent;
 
-    @Option(names = "--link-cert", paramLabel = "PEM", description = "With --agent tcp://: this node's certificate for the link's mutual TLS (readable where mounts run).")
-    Path linkCert;
-
-    @Option(names = "--link-key", paramLabel = "PEM", description = "With --agent tcp://: the certificate's private key (PKCS#8).")
-    Path linkKey;
-
-    @Option(names = "--link-ca", paramLabel = "PEM", description = "With --agent tcp://: the CA that signed the agent's certificate.")
-    Path linkCa;
-
-    @Option(names = "--link-encryption", paramLabel = "on|off",
-            description = "With --agent tcp://, off: the mounts ask for an unencrypted link (a physically private wire; the agent must allow it).")
-    String linkEncryption;
+    @Mixin
+    LinkOptions link = new LinkOptions();
 
     @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help.")
     boolean help;
@@ -82,7 +72,7 @@ final class CsiCommand implements Callable<Integer> {
         CsiPlugin plugin = CsiPlugin.start(new CsiPlugin.Config(endpoint, nodeId, version(), state,
                 secretsDir.toAbsolutePath().normalize(), stagingDir.toAbsolutePath().normalize(), mountCommand(),
                 new VolumeAttributes(state), mounter == null ? null : CsiPlugin.socket("--mounter", mounter),
-                CsiPlugin.agentArguments(agent, linkCert, linkKey, linkCa, linkEncryption)));
+                CsiPlugin.agentArguments(agent, link.cert, link.key, link.ca, link.encryption)));
         Runtime.getRuntime().addShutdownHook(new Thread(plugin::close, "os2g-csi-shutdown"));
         LOG.info("CSI node plugin {} for node {} listening on unix:{} (mounts in {})", version(), nodeId, plugin.socket(), state);
         plugin.awaitTermination();

@@ -38,19 +38,8 @@ final class MountCommand implements Callable<Integer> {
                     "and opens no connection to the store. tcp://: an agent on a DPU or another machine, which posts chunks into this host's staging region."})
     String agent;
 
-    @Option(names = "--link-cert", paramLabel = "PEM", description = "With --agent tcp://: this host's certificate (chain) for the link's mutual TLS.")
-    Path linkCert;
-
-    @Option(names = "--link-key", paramLabel = "PEM", description = "With --agent tcp://: the certificate's private key (PKCS#8).")
-    Path linkKey;
-
-    @Option(names = "--link-ca", paramLabel = "PEM", description = "With --agent tcp://: the CA that signed the agent's certificate (and only it is accepted).")
-    Path linkCa;
-
-    @Option(names = "--link-encryption", paramLabel = "on|off",
-            description = {"With --agent tcp://, off: ask for an unencrypted link on a physically private wire (the host-DPU interface);",
-                    "the peers still authenticate with mutual TLS, and the agent must allow it (else the link stays encrypted). Default: on."})
-    String linkEncryption;
+    @Mixin
+    LinkOptions link = new LinkOptions();
 
     @Option(names = "--agent-replies", paramLabel = "on|off", defaultValue = "on",
             description = {"With --agent: lend the agent this mount's /dev/fuse so that it replies to READs itself, where it shares this kernel",
@@ -75,7 +64,6 @@ final class MountCommand implements Callable<Integer> {
 
     @Option(names = "--dir-mode", paramLabel = "MODE", description = "Permission bits of directories (default: 0555, 0755 with --allow-writes).")
     String dirMode;
-
 
     @Option(names = "--allow-writes",
             description = "Let new files be written (in order, published whole at close) and directories made; see docs/WRITES.md.")
@@ -180,7 +168,7 @@ final class MountCommand implements Callable<Integer> {
         return new MountConfigBuilder(source, mountPoint)
                 .store(store.settings())
                 .agent(agent, agentReplies)
-                .link(linkCert, linkKey, linkCa, linkEncryption)
+                .link(link.cert, link.key, link.ca, link.encryption)
                 .fuseOptions(fuseOptions)
                 .ownership(uid, gid, fileMode, dirMode)
                 .writes(allowWrites, allowOverwrite, allowDelete)
