@@ -34,6 +34,24 @@ final class TlsHandshake {
     static final Duration HANDSHAKE_DEADLINE = Duration.ofSeconds(15);
 
     private static final SecureRandom RANDOM = new SecureRandom();
+    /**
+     * Closes a connection whose peer has not finished meeting in time. A deadline of this kind, not a
+     * socket timeout: a timed connect or read turns the channel non-blocking for good, and every later
+     * read of the link would then be read(2), EAGAIN, poll(2), read(2).
+     */
+    private static final java.util.concurrent.ScheduledExecutorService DEADLINES = java.util.concurrent.Executors
+            .newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("os2g-link-handshake").factory());
+
+    /** Closes {@code channel} at the handshake deadline unless the returned handle is cancelled first. */
+    private static java.util.concurrent.ScheduledFuture<?> deadline(SocketChannel channel) {
+        return DEADLINES.schedule(() -> {
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // closing
+            }
+        }, HANDSHAKE_DEADLINE.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+    }
 
     private TlsHandshake() {
     }
@@ -65,14 +83,16 @@ final class TlsHandshake {
     /** Dials {@code address}: TLS, then the link the agent chooses. */
     static LinkStream dial(LinkAddress.Tcp address, LinkTls tls) throws IOException {
         InetSocketAddress to = address.socketAddress();
-        SocketChannel channel = connect(to);
+        SocketChannel channel = SocketChannel.open();
+        var deadline = deadline(channel);
         SSLSocket socket;
         byte mode;
         byte[] token = new byte[TOKEN_BYTES];
         try {
+            channel.connect(to);
+            tune(channel);
             socket = tls.configure((SSLSocket) tls.context().getSocketFactory().createSocket(channel.socket(), address.host(),
                     address.port(), true), false);
-            socket.setSoTimeout((int) HANDSHAKE_DEADLINE.toMillis());
             socket.startHandshake();
             socket.getOutputStream().write(tls.encrypt() ? 'E' : 'P');
             socket.getOutputStream().flush();
@@ -86,14 +106,18 @@ final class TlsHandshake {
         } catch (IOException e) {
             channel.close();
             throw e;
+        } finally {
+            deadline.cancel(false);
         }
         if (mode == 'E') {
-            socket.setSoTimeout(0);
             return LinkStream.of(socket, address.toString());
         }
         socket.close();
-        SocketChannel plain = connect(to);
+        SocketChannel plain = SocketChannel.open();
+        var plainDeadline = deadline(plain);
         try {
+            plain.connect(to);
+            tune(plain);
             ByteBuffer hello = ByteBuffer.allocate(TOKEN_MAGIC.length + TOKEN_BYTES).put(TOKEN_MAGIC).put(token).flip();
             while (hello.hasRemaining()) {
                 plain.write(hello);
@@ -101,20 +125,10 @@ final class TlsHandshake {
         } catch (IOException e) {
             plain.close();
             throw e;
+        } finally {
+            plainDeadline.cancel(false);
         }
         return LinkStream.of(plain, address.toString());
-    }
-
-    private static SocketChannel connect(InetSocketAddress to) throws IOException {
-        SocketChannel channel = SocketChannel.open();
-        try {
-            channel.socket().connect(to, (int) HANDSHAKE_DEADLINE.toMillis());
-            tune(channel);
-            return channel;
-        } catch (IOException e) {
-            channel.close();
-            throw e;
-        }
     }
 
     /**
@@ -141,10 +155,18 @@ final class TlsHandshake {
      * @throws IOException when the peer is refused (no certificate from the CA, no TLS, a bad token)
      */
     static LinkStream accept(SocketChannel channel, LinkTls tls, Tokens tokens) throws IOException {
+        var deadline = deadline(channel);
+        try {
+            return meet(channel, tls, tokens);
+        } finally {
+            deadline.cancel(false);
+        }
+    }
+
+    private static LinkStream meet(SocketChannel channel, LinkTls tls, Tokens tokens) throws IOException {
         tune(channel);
         String peer = String.valueOf(channel.getRemoteAddress());
         Socket raw = channel.socket();
-        raw.setSoTimeout((int) HANDSHAKE_DEADLINE.toMillis());
         byte[] first = new byte[1];
         if (raw.getInputStream().readNBytes(first, 0, 1) < 1) {
             throw new IOException("closed before it said anything");
@@ -160,7 +182,6 @@ final class TlsHandshake {
             if (tls.encrypt() || asked == 'E') {
                 socket.getOutputStream().write('E');
                 socket.getOutputStream().flush();
-                socket.setSoTimeout(0);
                 return LinkStream.of(socket, peer);
             }
             byte[] token = tokens.issue();
@@ -178,7 +199,6 @@ final class TlsHandshake {
                 throw new IOException("a plain connection without a valid token (links to this agent "
                         + (tls.encrypt() ? "are encrypted" : "authenticate with TLS first") + ")");
             }
-            raw.setSoTimeout(0);
             return LinkStream.of(channel, peer);
         }
         throw new IOException("not TLS (a link to this agent starts with mutual TLS)");
