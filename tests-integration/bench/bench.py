@@ -254,7 +254,8 @@ def os2g_targets(launcher, suffix, endpoint, work, creds):
         address = f"tcp://127.0.0.1:{port + offset}"
         return Target(name + suffix, f"agent over TCP on loopback, mutual TLS, --link-encryption {encryption}; agent on core 1; "
                       "the shim's own staging region, chunks posted into it",
-                      lambda m: [launcher, "mount", "bench", str(m), "--agent", address, *shim_certs, "--expand-tar", "--decompress"],
+                      lambda m: [launcher, "mount", "bench", str(m), "--agent", address, *shim_certs, "--link-encryption", encryption,
+                                 "--expand-tar", "--decompress"],
                       creds, agent=[*pin, launcher, "agent", "--listen", address, *agent_certs, "--link-encryption", encryption,
                                     "--endpoint", endpoint, "--cpus", "1"])
 
