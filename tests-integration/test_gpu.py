@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CREDENTIALS_ENV, OS2G, ROOT, Mount, payload, run_os2g, sha256
+from conftest import CREDENTIALS_ENV, OS2G, ROOT, Mount, free_port, payload, run_os2g, sha256
 
 sys.path.insert(0, str(ROOT / "clients/python"))
 import torch  # noqa: E402
@@ -97,6 +97,29 @@ def test_gpu_registers_the_whole_region_in_process_and_through_an_agent(s3, buck
             m.stop()
         refused = run_os2g("mount", bucket, str(tmp_path), "--agent", f"unix:{sock}", "--gpu", "5")
         assert refused.returncode == 2 and "no CUDA device 5 (this machine has 1)" in refused.stderr
+    finally:
+        agent.terminate()
+        agent.wait(30)
+
+
+def test_gpu_with_an_agent_on_another_machine_registers_the_hosts_own_region(s3, bucket, fake_cuda, tmp_path):
+    """Over tcp:// the host owns its region (the agent posts into it): the mount registers it with its GPU."""
+    port = free_port()
+    agent = subprocess.Popen([OS2G, "agent", "--listen", f"tcp://127.0.0.1:{port}", "--endpoint", s3.endpoint,
+                              "--staging-dir", str(tmp_path / "agent-staging")],
+                             env={**os.environ, **CREDENTIALS_ENV}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in agent.stdout:
+            if "agent listening" in line:
+                break
+        m = Mount(s3, bucket, ["--agent", f"tcp://127.0.0.1:{port}", "--gpu", "0", "--staging-size", "32M"],
+                  env={"OS2G_CUDA_LIBRARY": str(fake_cuda)}, credentials=False)
+        try:
+            assert stats(m)["agent"]["gpu"]["registered_bytes"] == 32 << 20
+            assert sha256((m.path / "img/a.jpg").read_bytes()) == sha256(FILES["img/a.jpg"])
+            assert "staging registered with GPU 0 (os2g fake GPU)" in m.output()
+        finally:
+            assert m.stop() == 0
     finally:
         agent.terminate()
         agent.wait(30)

@@ -107,7 +107,7 @@ final class MountCommand implements Callable<Integer> {
     boolean decompress;
 
     @Option(names = "--gpu", paramLabel = "DEVICE",
-            description = "Register the staging region with CUDA device DEVICE (page-locked, GPU-visible); with --agent, the agent does.")
+            description = "Register the staging region with CUDA device DEVICE (page-locked, GPU-visible); with --agent unix:, the agent does; with tcp://, this host registers its own region.")
     Integer gpu;
 
     @Option(names = "--fsname", paramLabel = "NAME", description = "Source name shown in /proc/mounts and df (default: os2g:BUCKET[/PREFIX]).")

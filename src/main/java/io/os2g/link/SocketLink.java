@@ -149,8 +149,13 @@ public final class SocketLink implements AgentLink {
         }
     }
 
-    private SocketLink(LinkAddress address, LinkTls tls, Path hostStaging, MountSpec spec, Duration deadline) {
+    /** What is tied to each region of this host's own (its GPU registration); null for nothing. */
+    private final java.util.function.Function<PostedRegion, AutoCloseable> onRegion;
+
+    private SocketLink(LinkAddress address, LinkTls tls, Path hostStaging, java.util.function.Function<PostedRegion, AutoCloseable> onRegion,
+                       MountSpec spec, Duration deadline) {
         this.address = address;
+        this.onRegion = onRegion;
         this.tls = tls;
         this.hostStaging = hostStaging;
         this.spec = spec;
@@ -165,7 +170,7 @@ public final class SocketLink implements AgentLink {
      * @throws LinkException when the agent is not there or refuses the mount (its reason in the message)
      */
     public static SocketLink connect(Path socket, MountSpec spec, Duration deadline) {
-        return connect(new LinkAddress.Unix(socket), null, null, spec, deadline);
+        return connect(new LinkAddress.Unix(socket), null, null, null, spec, deadline);
     }
 
     /**
@@ -173,10 +178,13 @@ public final class SocketLink implements AgentLink {
      *
      * @param tls mutual TLS for a TCP address (null only on loopback)
      * @param hostStaging for a TCP address: the directory of this host's own staging region
+     * @param onRegion for a TCP address: what to tie to the region once it is made (a GPU registration,
+     *     closed before the region goes); null for nothing
      * @throws LinkException when the agent is not there, refuses the peer, or refuses the mount
      */
-    public static SocketLink connect(LinkAddress address, LinkTls tls, Path hostStaging, MountSpec spec, Duration deadline) {
-        SocketLink link = new SocketLink(address, tls, hostStaging, spec, deadline);
+    public static SocketLink connect(LinkAddress address, LinkTls tls, Path hostStaging,
+                                     java.util.function.Function<PostedRegion, AutoCloseable> onRegion, MountSpec spec, Duration deadline) {
+        SocketLink link = new SocketLink(address, tls, hostStaging, onRegion, spec, deadline);
         try {
             link.current = link.dial();
         } catch (RuntimeException e) {
@@ -260,8 +268,17 @@ public final class SocketLink implements AgentLink {
             r.close();
             throw new LinkException(Errno.EIO, "the agent at " + address + " laid out the staging region anew; dialling again");
         }
-        region = PostedRegion.create(shape, spec.chunkSize());
-        return region;
+        PostedRegion created = PostedRegion.create(shape, spec.chunkSize());
+        if (onRegion != null) {
+            try {
+                created.attach(onRegion.apply(created));
+            } catch (RuntimeException e) {
+                created.close();
+                throw e;
+            }
+        }
+        region = created;
+        return created;
     }
 
     /** Takes a posted chunk's bytes into this host's region (on the link's reader thread). */

@@ -6,6 +6,7 @@ import io.os2g.host.FuseMount;
 import io.os2g.host.Os2gFileSystem;
 import io.os2g.link.AgentLink;
 import io.os2g.link.InProcessLink;
+import io.os2g.link.LinkAddress;
 import io.os2g.link.LinkException;
 import io.os2g.link.MountSpec;
 import io.os2g.link.SocketLink;
@@ -21,6 +22,7 @@ import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -125,32 +127,51 @@ public final class Gateway implements AutoCloseable {
 
     /** The agent checks the store and creates the staging region; its refusal is the one line. */
     private static Gateway mountWithAgent(MountConfig config) {
+        // an agent on another machine stages into this host's own region: this host registers it with its GPU
+        boolean hostRegion = config.agentAddress() instanceof LinkAddress.Tcp;
+        int hostGpu = hostRegion ? config.gpuDevice() : -1;
+        if (hostGpu >= 0) {
+            CudaDevices.device(hostGpu); // no driver or no such device: refused before the link is made
+        }
+        AtomicReference<GpuRegistration> gpu = new AtomicReference<>();
         SocketLink link;
         try {
-            link = SocketLink.connect(config.agentAddress(), config.linkTls(), config.staging().directory(), new MountSpec(config.bucket(), config.prefix(),
+            link = SocketLink.connect(config.agentAddress(), config.linkTls(), config.staging().directory(),
+                    hostGpu < 0 ? null : region -> {
+                        GpuRegistration registration = CudaDevices.register(hostGpu, region.region());
+                        gpu.set(registration);
+                        return registration;
+                    },
+                    new MountSpec(config.bucket(), config.prefix(),
                     config.staging().capacity(), config.agent().chunkSize(), config.agent().maxReadahead(),
                     config.agent().directoryPrefetch(), config.metadataTtl() == null ? -1 : config.metadataTtl().toSeconds(),
-                    config.expandTar(), config.decompress(), config.gpuDevice(), config.fs().writes().newFiles()),
+                    config.expandTar(), config.decompress(), hostRegion ? -1 : config.gpuDevice(), config.fs().writes().newFiles()),
                     config.fs().readDeadline());
         } catch (LinkException | StagingException e) {
             throw new UsageError(e.getMessage());
         }
-        return mountWithAgent(config, link);
+        return mountWithAgent(config, link, gpu);
     }
 
     /** Mounts with the agent process behind {@code link}: listings and fetches are the agent's; this process holds no credentials. */
-    private static Gateway mountWithAgent(MountConfig config, SocketLink link) {
+    private static Gateway mountWithAgent(MountConfig config, SocketLink link, AtomicReference<GpuRegistration> hostGpu) {
         Gateway gateway;
         try {
             Namespace namespace = new Namespace(link::list, config.prefix(), config.metadataTtl()); // listings are the agent's
             Backend backend = new Backend() {
                 @Override
                 public Map<String, Object> stats() {
+                    Map<String, Object> agent;
                     try {
-                        return Stats.parse(link.agentStats());
+                        agent = Stats.parse(link.agentStats());
                     } catch (RuntimeException e) {
                         return null; // the agent is away
                     }
+                    GpuRegistration registration = hostGpu.get();
+                    if (registration != null) { // this host's region, registered here
+                        agent.put("gpu", CudaDevices.stats(registration));
+                    }
+                    return agent;
                 }
 
                 @Override
@@ -168,7 +189,9 @@ public final class Gateway implements AutoCloseable {
             link.close();
             throw e;
         }
-        return gateway.start("agent at " + config.agentAddress());
+        GpuRegistration registration = hostGpu.get();
+        return gateway.start("agent at " + config.agentAddress() + (registration == null ? ""
+                : "; staging registered with GPU " + registration.device().ordinal() + " (" + registration.device().deviceName() + ")"));
     }
 
     private Gateway start(String where) {

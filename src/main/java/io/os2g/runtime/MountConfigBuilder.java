@@ -255,10 +255,6 @@ public final class MountConfigBuilder {
         if (agentAddress == null && (linkCert != null || linkKey != null || linkCa != null || linkEncryption != null)) {
             throw new UsageError("--link-cert, --link-key, --link-ca and --link-encryption are for a mount with --agent tcp://HOST:PORT");
         }
-        if (agentAddress instanceof LinkAddress.Tcp && gpu != null) {
-            throw new UsageError("--gpu with an agent on another machine is not supported: register the region on the agent's "
-                    + "machine (os2g agent --gpu), or mount with the agent in process");
-        }
         return new MountConfig(storeConfig, bucket, prefix, ttl, stagingConfig, agentConfig, fs, mount, kernelOptions(ttl),
                 agentAddress, linkTls, replies, expandTar, decompress, metricsAddress,
                 gpuDevice(gpu), cache);

@@ -32,6 +32,8 @@ public final class PostedRegion implements AutoCloseable {
     private final Map<Integer, int[]> pagesOf = new HashMap<>();
     /** Recalled slots a reader still held when asked; guarded by {@code this}. */
     private final List<Integer> pinnedAtRecall = new ArrayList<>();
+    /** What lives and dies with the region (its GPU registration); closed first. */
+    private volatile AutoCloseable attachment;
 
     private PostedRegion(StagingRegion region, ExtentTable table) {
         this.region = region;
@@ -64,6 +66,11 @@ public final class PostedRegion implements AutoCloseable {
     /** The region itself (for GPU registration). */
     public StagingRegion region() {
         return region;
+    }
+
+    /** Ties {@code what} (a GPU registration of the region) to the region: closed before it is unmapped. */
+    public void attach(AutoCloseable what) {
+        this.attachment = what;
     }
 
     /**
@@ -179,6 +186,14 @@ public final class PostedRegion implements AutoCloseable {
 
     @Override
     public void close() {
+        AutoCloseable a = attachment;
+        if (a != null) {
+            try {
+                a.close();
+            } catch (Exception e) {
+                // the registration goes with the process; the region is unmapped all the same
+            }
+        }
         region.close();
     }
 }

@@ -85,7 +85,7 @@ class NetworkLinkTest {
 
     private SocketLink connect(LinkCerts certs, long staging, boolean encrypt) {
         return SocketLink.connect(new LinkAddress.Tcp("127.0.0.1", port), LinkTls.load(certs.cert(), certs.key(), certs.ca(), encrypt),
-                tmp.resolve("host-staging"), new MountSpec("data", "", staging, CHUNK, 1 << 20, 0, 60, false, false, -1, false),
+                tmp.resolve("host-staging"), null, new MountSpec("data", "", staging, CHUNK, 1 << 20, 0, 60, false, false, -1, false),
                 Duration.ofSeconds(10));
     }
 
