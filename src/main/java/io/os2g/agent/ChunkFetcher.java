@@ -250,7 +250,7 @@ final class ChunkFetcher implements AutoCloseable {
                     target.publish(key, file.etag());
                     reservation = null;
                     if (!onDisk && block != null) {
-                        cache.admit(block, buffer -> copyStaged(key, file.etag(), buffer));
+                        admit(block, key, file.etag());
                     }
                 }
             } finally {
@@ -353,18 +353,32 @@ final class ChunkFetcher implements AutoCloseable {
     }
 
     /** The staged bytes of {@code key} into {@code target} (the disk cache's writer); false once they are evicted. */
-    private boolean copyStaged(ChunkKey key, String etag, ByteBuffer target) {
+    /**
+     * Hands a chunk just staged to the disk cache's writer, pinned until written: unpinned, a small
+     * region could evict it before the writer's turn and the block would never reach the disk. The
+     * pins are bounded by the writer's queue (a full queue writes in this thread).
+     */
+    private void admit(BlockKey block, ChunkKey key, String etag) {
         StagingView view = index.view();
         StagedChunk chunk = view.acquire(key, etag);
         if (chunk == null) {
-            return false;
+            return; // replaced or evicted already
         }
-        try {
-            view.copyOut(chunk, 0, java.lang.foreign.MemorySegment.ofBuffer(target), 0, target.remaining());
-            return true;
-        } finally {
-            view.release(chunk);
-        }
+        java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
+        cache.admit(block, new DiskCache.BlockSource() {
+            @Override
+            public boolean copyTo(ByteBuffer target) {
+                view.copyOut(chunk, 0, java.lang.foreign.MemorySegment.ofBuffer(target), 0, target.remaining());
+                return true;
+            }
+
+            @Override
+            public void release() {
+                if (released.compareAndSet(false, true)) {
+                    view.release(chunk);
+                }
+            }
+        });
     }
 
     long chunksFromDisk() {

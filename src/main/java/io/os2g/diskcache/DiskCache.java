@@ -89,11 +89,16 @@ public final class DiskCache implements AutoCloseable {
 
     /**
      * Where a block's bytes come from when it is written: they fill {@code target} (all of it, from its
-     * position to its limit); false when they are gone (evicted from staging).
+     * position to its limit); false when they are gone (evicted from staging). {@link #release} is
+     * called once when the cache is done with it, written or not (a source that holds its bytes pinned
+     * lets them go there).
      */
     @FunctionalInterface
     public interface BlockSource {
         boolean copyTo(ByteBuffer target);
+
+        default void release() {
+        }
     }
 
     /** Where a block's bytes go when it is read (a staging reservation). */
@@ -273,15 +278,18 @@ public final class DiskCache implements AutoCloseable {
      * when the writes are behind, the disk failed recently, or the block is there already.
      */
     public void admit(BlockKey key, BlockSource source) {
-        if (System.nanoTime() - pausedUntilNanos < 0) {
+        if (System.nanoTime() - pausedUntilNanos < 0 || writer.isShutdown()) {
             notAdmitted.increment();
+            source.release();
             return;
         }
-        if (writer.isShutdown()) {
-            notAdmitted.increment();
-            return;
-        }
-        writer.execute(() -> write(key, source)); // behind: written here and now (CallerRunsPolicy)
+        writer.execute(() -> { // behind: written here and now (CallerRunsPolicy)
+            try {
+                write(key, source);
+            } finally {
+                source.release();
+            }
+        });
     }
 
     /**

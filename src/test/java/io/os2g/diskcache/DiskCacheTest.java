@@ -77,6 +77,33 @@ class DiskCacheTest {
     }
 
     @Test
+    void aSourceIsReleasedOnceWhetherItsBlockIsWrittenOrAlreadyThere() {
+        DiskCache cache = open();
+        byte[] data = bytes(4096, 5);
+        java.util.concurrent.atomic.AtomicInteger releases = new java.util.concurrent.atomic.AtomicInteger();
+        DiskCache.BlockSource source = new DiskCache.BlockSource() {
+            @Override
+            public boolean copyTo(java.nio.ByteBuffer target) {
+                target.put(data);
+                return true;
+            }
+
+            @Override
+            public void release() {
+                releases.incrementAndGet();
+            }
+        };
+        BlockKey key = key("a.bin", "e1", 0, data.length);
+        cache.admit(key, source);
+        cache.flush(Duration.ofSeconds(10));
+        assertEquals(1, releases.get(), "written, then let go");
+        assertArrayEquals(data, get(cache, key));
+        cache.admit(key, source);
+        cache.flush(Duration.ofSeconds(10));
+        assertEquals(2, releases.get(), "there already: let go unused");
+    }
+
+    @Test
     void aBlockWrittenIsReadBackWholeByThisAndAnotherProcessesCache() throws IOException {
         DiskCache cache = open();
         byte[] data = bytes(3 * (int) MIB + 17, 1);
