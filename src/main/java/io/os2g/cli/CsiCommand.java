@@ -1,7 +1,6 @@
 package io.os2g.cli;
 
 import io.os2g.runtime.CsiPlugin;
-import io.os2g.runtime.MountConfigBuilder;
 import io.os2g.runtime.UsageError;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;

@@ -10,7 +10,6 @@ import io.os2g.metrics.ShimMetrics;
 import io.os2g.namespace.EntryName;
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
-import io.os2g.staging.ReservedPages;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;

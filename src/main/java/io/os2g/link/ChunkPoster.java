@@ -36,8 +36,6 @@ final class ChunkPoster implements ExtentIndex.Mirror, AutoCloseable {
     private ExtentIndex index;
     private Thread writer;
     private boolean closed;
-    private volatile long postedBytes;
-    private volatile long postedChunks;
 
     ChunkPoster(Wire wire) {
         this.wire = wire;
@@ -111,8 +109,6 @@ final class ChunkPoster implements ExtentIndex.Mirror, AutoCloseable {
                 case Post p -> {
                     ExtentIndex.Held c = p.chunk();
                     wire.send(0, new Message.Posted(c), c.length(), to -> index.transferPages(c.pages(), c.length(), to));
-                    postedBytes += c.length();
-                    postedChunks++;
                 }
                 case Answer a -> wire.send(a.id(), a.message());
                 case Recall r -> throw new IllegalStateException();
@@ -121,15 +117,6 @@ final class ChunkPoster implements ExtentIndex.Mirror, AutoCloseable {
         if (pending > 0) {
             wire.send(0, new Message.Recalled(java.util.Arrays.copyOf(recalls, pending)));
         }
-    }
-
-    /** Bytes posted so far (the writer thread's count; a moment's answer). */
-    long postedBytes() {
-        return postedBytes;
-    }
-
-    long postedChunks() {
-        return postedChunks;
     }
 
     @Override

@@ -8,7 +8,6 @@ import java.net.Socket;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
-import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Base64;
@@ -70,13 +69,8 @@ final class TlsHandshake {
 
         /** Whether {@code token} was issued and is unexpired; it is spent either way. */
         boolean redeem(byte[] token) {
-            for (var e : issued.entrySet()) {
-                byte[] known = Base64.getDecoder().decode(e.getKey());
-                if (MessageDigest.isEqual(known, token) && issued.remove(e.getKey()) != null) {
-                    return e.getValue() - System.nanoTime() > 0;
-                }
-            }
-            return false;
+            Long expiry = issued.remove(Base64.getEncoder().encodeToString(token));
+            return expiry != null && expiry - System.nanoTime() > 0;
         }
     }
 

@@ -42,7 +42,7 @@ final class Wire {
     private static final ScheduledExecutorService FLUSHER = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().daemon().name("os2g-link-flush").factory());
 
-    /** Platform threads that write frames sent from virtual threads ({@link #sendFromPlatformThread}). */
+    /** Platform threads that write frames sent from virtual threads ({@link #onPlatformThread}). */
     private static final java.util.concurrent.ExecutorService WRITERS = Executors.newCachedThreadPool(
             Thread.ofPlatform().daemon().name("os2g-link-write-", 0).factory());
 
@@ -102,17 +102,7 @@ final class Wire {
     void send(long id, Message message, long length, Body body) throws IOException {
         byte[] frame = frame(id, message);
         if (Thread.currentThread().isVirtual()) {
-            try {
-                WRITERS.submit(() -> {
-                    writeFrameAndBody(frame, length, body);
-                    return null;
-                }).get();
-            } catch (java.util.concurrent.ExecutionException e) {
-                throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new java.io.InterruptedIOException("interrupted while sending");
-            }
+            onPlatformThread(() -> writeFrameAndBody(frame, length, body));
             return;
         }
         writeFrameAndBody(frame, length, body);
@@ -194,7 +184,7 @@ final class Wire {
     void send(long id, Message message) throws IOException {
         byte[] frame = frame(id, message);
         if (Thread.currentThread().isVirtual()) {
-            sendFromPlatformThread(frame);
+            onPlatformThread(() -> writeFrame(frame));
             return;
         }
         writeFrame(frame);
@@ -214,27 +204,30 @@ final class Wire {
     }
 
     /**
-     * Writes a virtual thread's frame on a platform thread, and waits for it. A virtual thread that
+     * Runs a virtual thread's write on a platform thread, and waits for it. A virtual thread that
      * writes to a blocking socket channel makes the JDK turn its descriptor non-blocking for good;
      * then each wait of the platform thread reading the other direction becomes read(2), EAGAIN,
      * poll(2), read(2) (the agent's link reader paid that at every wake-up). Virtual threads send
      * rarely here (listings, answers after a fetch), so the hand-off costs little.
      */
-    private void sendFromPlatformThread(byte[] frame) throws IOException {
+    private static void onPlatformThread(Write write) throws IOException {
         try {
             WRITERS.submit(() -> {
-                writeFrame(frame);
+                write.run();
                 return null;
             }).get();
         } catch (java.util.concurrent.ExecutionException e) {
-            if (e.getCause() instanceof IOException io) {
-                throw io;
-            }
-            throw new IOException(e.getCause());
+            throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new java.io.InterruptedIOException("interrupted while sending");
         }
+    }
+
+    /** A write to the wire, for {@link #onPlatformThread}. */
+    @FunctionalInterface
+    private interface Write {
+        void run() throws IOException;
     }
 
     /**
@@ -283,7 +276,7 @@ final class Wire {
             }
         }
         if (full) {
-            FLUSHER.execute(this::flushSoon); // now, but on a platform thread (see sendFromPlatformThread)
+            FLUSHER.execute(this::flushSoon); // now, but on a platform thread (see onPlatformThread)
         } else if (schedule) {
             FLUSHER.schedule(this::flushSoon, withinMillis, TimeUnit.MILLISECONDS);
         }

@@ -2,12 +2,12 @@ package io.os2g.runtime;
 
 import io.os2g.PrivateDirectory;
 import io.os2g.agent.AgentConfig;
-import io.os2g.link.LinkAddress;
-import io.os2g.link.LinkTls;
 import io.os2g.diskcache.CacheConfig;
 import io.os2g.host.FsConfig;
 import io.os2g.host.FuseMount;
 import io.os2g.host.WritePolicy;
+import io.os2g.link.LinkAddress;
+import io.os2g.link.LinkTls;
 import io.os2g.staging.StagingConfig;
 import io.os2g.staging.StagingDirectory;
 import io.os2g.store.StoreConfig;
@@ -301,14 +301,6 @@ public final class MountConfigBuilder {
         if ((allowOverwrite || allowDelete) && !allowWrites) {
             throw new UsageError((allowOverwrite ? "--allow-overwrite" : "--allow-delete") + " needs --allow-writes");
         }
-    }
-
-    /** The socket path of {@code unix:PATH}. */
-    public static Path agentSocket(String address) {
-        if (!address.startsWith("unix:") || address.length() == 5) {
-            throw new UsageError("--agent must be unix:PATH, the socket of os2g agent --listen: " + address);
-        }
-        return Path.of(address.substring(5)).toAbsolutePath().normalize();
     }
 
     /** Seconds, or null for {@code forever}. */

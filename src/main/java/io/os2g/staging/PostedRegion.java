@@ -110,22 +110,6 @@ public final class PostedRegion implements AutoCloseable {
         }
     }
 
-    /**
-     * Copies bytes of a file written through the mount into pages the agent reserved for its part.
-     *
-     * @throws StagingException when a page holds a staged chunk (pages of a session that ended)
-     */
-    public void writePart(int[] pages, long offset, java.lang.foreign.MemorySegment bytes) {
-        synchronized (this) {
-            for (int page : pages) {
-                if (page < 0 || page >= region.pageCount() || taken.get(page)) {
-                    throw new StagingException("page " + page + " is not the part's", null);
-                }
-            }
-        }
-        region.copyIn(pages, offset, bytes);
-    }
-
     /** Sends the first {@code length} bytes of a written part's pages to the agent. */
     public void sendPart(int[] pages, long length, WritableByteChannel to) throws IOException {
         region.transferTo(pages, 0, length, to);
@@ -177,11 +161,6 @@ public final class PostedRegion implements AutoCloseable {
         pagesOf.forEach((slot, pages) -> held.add(new ExtentIndex.Held(slot, new ChunkKey(table.inode(slot), table.chunk(slot)),
                 table.etagHashOf(slot), table.length(slot), pages)));
         return held;
-    }
-
-    /** Chunks published here and not recalled. */
-    public synchronized int stagedChunks() {
-        return pagesOf.size() - pinnedAtRecall.size();
     }
 
     @Override

@@ -2,13 +2,11 @@ package io.os2g.store;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import okhttp3.OkHttpClient;
 import okhttp3.Request;
 import okhttp3.Response;
-import okhttp3.ResponseBody;
 
 /**
  * One ranged GET as a single synchronous OkHttp call, signed by {@link SigV4}: the GET path for

@@ -14,7 +14,6 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
 import io.os2g.csi.CsiServer;
-import io.os2g.runtime.MountConfigBuilder;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -220,7 +219,7 @@ class DeployManifestsTest {
             JsonNode agent = container(mounterPod, "agent");
             assertEquals(image, agent.get("image").asText());
             new CommandLine(new AgentCommand()).parseArgs(args(agent).toArray(String[]::new));
-            assertEquals(MountConfigBuilder.agentSocket(pluginArgs.get("--agent")), MountConfigBuilder.agentSocket(options(agent).get("--listen")));
+            assertEquals(pluginArgs.get("--agent"), options(agent).get("--listen"), "the plugin's mounts dial where the agent listens");
             assertTrue(options(agent).get("--staging-dir").startsWith(mountPath(agent, "staging") + "/"),
                     "the agent's regions where the mounts (in the mounter) attach to them");
             assertEquals(mountPath(mounter, "staging"), mountPath(agent, "staging"));

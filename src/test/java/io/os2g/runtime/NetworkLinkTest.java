@@ -72,8 +72,7 @@ class NetworkLinkTest {
     }
 
     private AgentService startAgent(int onPort, String encryption) throws Exception {
-        StoreSettings store = new StoreSettings(s3.endpoint().toString(), null, null, S3Fixture.credentialsFile(tmp), false, null,
-                false, false, 8, 2, 1);
+        StoreSettings store = TestMounts.store(s3, tmp, 8, 2);
         return AgentService.start(new AgentServiceConfigBuilder("tcp://127.0.0.1:" + onPort).store(store)
                 .stagingDir(tmp.resolve("agent-staging")).policy(java.util.List.of(), true, true, true)
                 .link(agentCerts.cert(), agentCerts.key(), agentCerts.ca(), encryption).build());

@@ -67,8 +67,7 @@ class SplitModeTest {
 
     /** An agent as {@code os2g agent} composes it: 2 s requests, one retry, 8 fetches, writes of every kind allowed. */
     private AgentService startAgent() throws Exception {
-        StoreSettings store = new StoreSettings(s3.endpoint().toString(), null, null, S3Fixture.credentialsFile(tmp), false, null,
-                false, false, 8, 2, 1);
+        StoreSettings store = TestMounts.store(s3, tmp, 8, 2);
         return AgentService.start(new AgentServiceConfigBuilder("unix:" + socket).store(store).stagingDir(stagingParent)
                 .policy(java.util.List.of(), true, true, true).build());
     }
