@@ -264,7 +264,17 @@ class UploadsTest {
         start(64L << 20, Duration.ofSeconds(5));
         store.failParts = true;
         long handle = uploads.begin("lost.bin");
-        AgentException failed = assertThrows(AgentException.class, () -> write(handle, bytes(3 * PART, 4)));
+        // parts only, never finish: a finish that fails drops the file at once, and what is tested here
+        // is a writer still holding the file when its failure shows
+        AgentException failed = assertThrows(AgentException.class, () -> {
+            byte[] body = bytes(PART, 4);
+            for (int number = 1; number <= 100; number++) {
+                ReservedPages part = uploads.nextPart(handle, number);
+                index.view().writePages(part.pages(), 0, MemorySegment.ofArray(body));
+                uploads.partWritten(handle, number, PART);
+                Thread.sleep(10);
+            }
+        });
         assertEquals(Errno.EIO, failed.errno());
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
         while (!store.calls.contains("abort lost.bin") && System.nanoTime() < deadline) {
