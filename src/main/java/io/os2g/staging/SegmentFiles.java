@@ -20,7 +20,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * region. The kernel copies between its own mapping of the shared-memory pages and the caller's buffer,
  * so no process pays to map each staging page into its own page tables: the first touch of a freshly
  * mapped page is dear (a fault, and in a VM a trip through the hypervisor), and every process that read
- * or wrote a region through its own mapping would pay it once per page.
+ * or wrote a region through its own mapping would pay it once per page. (A host's region filled from
+ * another machine is the exception: its one receiver maps it, {@link SegmentMappings}.)
  *
  * <p>Descriptors rather than {@code FileChannel}s: a channel is closed for every thread when one
  * thread using it is interrupted (fetches are interrupted when an agent closes). The calls are

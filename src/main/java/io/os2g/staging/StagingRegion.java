@@ -34,6 +34,8 @@ public final class StagingRegion implements AutoCloseable {
     private final SegmentFiles segments;
     private final int pageShift;
     private final int pagesPerSegment;
+    /** The segments mapped here, made on the first {@link #receive}; guarded by {@code this}. */
+    private SegmentMappings mappings;
 
     /**
      * @param directory the claimed directory, whose segments this creates; null to open an agent's existing ones
@@ -134,28 +136,47 @@ public final class StagingRegion implements AutoCloseable {
 
     /**
      * Reads exactly {@code length} bytes from {@code from} into the start of the run of {@code pages}
-     * (bytes posted from another machine), through one reused native buffer.
+     * (bytes posted from another machine) through this process's mapping of the segments: a socket
+     * channel copies them once, straight into the pages.
      *
      * @throws java.io.EOFException when {@code from} ends first
      */
     void receive(int[] pages, long length, java.nio.channels.ReadableByteChannel from) throws IOException {
-        MemorySegment buffer = FillBufferPool.SHARED.take();
-        try {
-            java.nio.ByteBuffer window = buffer.asByteBuffer();
-            for (long done = 0; done < length; ) {
-                window.clear().limit((int) Math.min(window.capacity(), length - done));
-                while (window.hasRemaining()) {
-                    if (from.read(window) < 0) {
-                        throw new java.io.EOFException("posted bytes ended after " + (done + window.position()) + " of " + length);
-                    }
-                }
-                int n = window.position();
-                copyIn(pages, done, buffer.asSlice(0, n));
-                done += n;
-            }
-        } finally {
-            FillBufferPool.SHARED.giveBack(buffer);
+        SegmentMappings mapped = mappings();
+        int pageSize = config.pageSize();
+        if (length < 0 || length > (long) pages.length * pageSize) {
+            throw new IndexOutOfBoundsException("outside the pages: length=" + length + ", pages=" + pages.length);
         }
+        for (long done = 0; done < length; ) {
+            int first = (int) (done / pageSize);
+            int last = first;
+            long n = pageSize;
+            while (n < length - done && adjacent(pages[last], pages[last + 1])) {
+                last++;
+                n += pageSize;
+            }
+            n = Math.min(n, length - done);
+            java.nio.ByteBuffer window = mapped.writable(pages[first] / pagesPerSegment, offsetInSegment(pages[first]), n);
+            while (window.hasRemaining()) {
+                if (from.read(window) < 0) {
+                    throw new java.io.EOFException("posted bytes ended after " + (done + window.position()) + " of " + length);
+                }
+            }
+            done += n;
+        }
+    }
+
+    private synchronized SegmentMappings mappings() throws IOException {
+        if (mappings == null) {
+            long[] sizes = new long[files.size()];
+            long remaining = (long) config.pageCount() * config.pageSize();
+            for (int i = 0; i < sizes.length; i++) {
+                sizes[i] = Math.min(config.segmentSize(), remaining);
+                remaining -= sizes[i];
+            }
+            mappings = new SegmentMappings(files, sizes, config.pageSize());
+        }
+        return mappings;
     }
 
     /** Copies {@code target.byteSize()} bytes from {@code offset} of the run of {@code pages} into {@code target}. */
@@ -271,6 +292,11 @@ public final class StagingRegion implements AutoCloseable {
     /** Closes the segments and unmaps the extent table; the owner also removes the directory. */
     @Override
     public void close() {
+        synchronized (this) {
+            if (mappings != null) {
+                mappings.close();
+            }
+        }
         segments.close();
         arena.close();
         if (directory != null) {
