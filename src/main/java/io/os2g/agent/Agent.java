@@ -7,6 +7,7 @@ import io.os2g.diskcache.DiskCache;
 import io.os2g.namespace.Directory;
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
+import io.os2g.staging.ChunkKey;
 import io.os2g.staging.ChunkLayout;
 import io.os2g.staging.ExtentIndex;
 import io.os2g.store.Listing;
@@ -29,6 +30,7 @@ public final class Agent implements AutoCloseable {
     private final AgentConfig config;
     private final ChunkLayout layout;
     private final ChunkFetcher fetcher;
+    private final ExtentIndex index;
     private final DirectoryPrefetcher prefetcher;
     private final HintedPrefetcher hints;
     private final HintedPrefetcher warm;
@@ -75,6 +77,7 @@ public final class Agent implements AutoCloseable {
         this.cache = cache;
         this.cacheScope = cacheScope;
         this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight(), cache, cacheScope, clock);
+        this.index = index;
         this.maxReadahead = Math.max(config.initialReadahead(), Math.min(config.maxReadahead(), index.capacityBytes() / 4));
         this.prefetcher = new DirectoryPrefetcher(namespace, fetcher, placements(store),
                 index, config.chunkSize(), config.directoryPrefetch());
@@ -183,11 +186,17 @@ public final class Agent implements AutoCloseable {
             return CompletableFuture.completedFuture(null);
         }
         long aheadEnd;
+        long runStart;
         synchronized (open) {
             aheadEnd = Math.min(file.size(), open.window().onRead(offset, end - offset, System.nanoTime(), fetcher.chunkFetchNanos()));
+            runStart = open.window().runStart();
         }
         long first = layout.index(offset);
         long last = layout.index(end - 1);
+        // two chunks behind a sequential reader: read (the kernel's readahead is out of order by less)
+        if (first >= 2 && layout.start(first - 2) >= runStart) {
+            index.consumed(new ChunkKey(file.inode(), first - 2));
+        }
         CompletableFuture<Void> requested;
         // each chunk only as far as the range reaches into it: the last one may still be arriving
         if (first == last) {
@@ -267,6 +276,11 @@ public final class Agent implements AutoCloseable {
     /** Small files staged ahead of their open by the directory prefetcher. */
     public long prefetchedFiles() {
         return prefetcher.prefetchedFiles();
+    }
+
+    /** The directory prefetcher's passes and what became of the files it staged ahead. */
+    public Map<String, Long> directoryPrefetchCounters() {
+        return prefetcher.counters();
     }
 
     public long failedFetches() {

@@ -12,8 +12,11 @@ import com.github.benmanes.caffeine.cache.RemovalCause;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
@@ -38,6 +41,11 @@ import java.util.concurrent.atomic.LongAdder;
  * of what the cache may take): a shuffled epoch over a set larger than memory then reads most files
  * from disk even the first time. Explicit hints (an epoch's order) are better still and take
  * precedence when a loader gives them.
+ *
+ * <p>Every epoch, not only the first: a directory keeps the files opened in its current pass, and a
+ * file opened again once half the directory has been opened starts the next pass (an epoch over the
+ * dataset again). The listing is walked from its start once more, skipping what is still staged and
+ * what this pass has read, so a dataset the region could not keep is staged ahead again.
  */
 final class DirectoryPrefetcher {
 
@@ -71,6 +79,9 @@ final class DirectoryPrefetcher {
     private final LongAdder fillsEnded = new LongAdder();
     private final Cache<String, DirectoryState> directories;
     private final LongAdder prefetched = new LongAdder();
+    private final LongAdder prefetchedOpened = new LongAdder();
+    private final LongAdder prefetchedUnread = new LongAdder();
+    private final LongAdder passes = new LongAdder();
     /** Whether the shim has the kernel read whole files in the disk cache itself (FUSE passthrough). */
     private volatile boolean kernelReadsCachedFiles;
 
@@ -79,6 +90,8 @@ final class DirectoryPrefetcher {
         final List<Node.File> smallFiles;
         final Map<Long, Long> outstanding = new HashMap<>(); // inode -> size: staged or staging, not yet opened
         final Map<Long, StagedChunk> pins = new HashMap<>(); // inode -> the agent's pin on its staged chunk
+        /** Inodes opened in this pass through the directory. */
+        final Set<Long> openedThisPass = new HashSet<>();
         /** Whether the directory's small files all fit the disk cache's fill budget (and have a disk cache). */
         final boolean fillable;
         int cursor;
@@ -112,6 +125,7 @@ final class DirectoryPrefetcher {
                         List<StagedChunk> unpin;
                         synchronized (state) {
                             state.gone = true;
+                            prefetchedUnread.add(state.outstanding.size());
                             state.outstanding.values().forEach(size -> outstandingBytes.addAndGet(-size));
                             state.outstanding.clear();
                             unpin = List.copyOf(state.pins.values());
@@ -140,6 +154,7 @@ final class DirectoryPrefetcher {
             Long opened = state.outstanding.remove(file.inode());
             if (opened != null) {
                 outstandingBytes.addAndGet(-opened);
+                prefetchedOpened.increment();
             }
             unpin = state.pins.remove(file.inode());
         }
@@ -147,14 +162,25 @@ final class DirectoryPrefetcher {
             index.view().release(unpin); // the reader pins it again to copy
         }
         synchronized (state) {
+            if (!state.openedThisPass.add(file.inode()) && 2 * state.openedThisPass.size() >= state.smallFiles.size()) {
+                // opened again after half the directory: the reader has started over
+                state.openedThisPass.clear();
+                state.openedThisPass.add(file.inode());
+                state.cursor = 0;
+                passes.increment();
+            }
             if (++state.opens < OPENS_BEFORE_PREFETCH) {
                 return;
+            }
+            if (state.opens == OPENS_BEFORE_PREFETCH) {
+                passes.increment();
             }
             // filled to disk, a file is read by the kernel from there: staging it too would be wasted
             while (!(state.fillable && kernelReadsCachedFiles) && state.outstanding.size() < window && state.cursor < state.smallFiles.size()
                     && outstandingBytes.get() < budgetBytes) {
                 Node.File next = state.smallFiles.get(state.cursor++);
-                if (next.inode() != file.inode() && !index.view().contains(new ChunkKey(next.inode(), 0), next.etag())) {
+                if (!state.openedThisPass.contains(next.inode()) && !state.outstanding.containsKey(next.inode())
+                        && !index.view().contains(new ChunkKey(next.inode(), 0), next.etag())) {
                     state.outstanding.put(next.inode(), next.size());
                     outstandingBytes.addAndGet(next.size());
                     toStage.add(next);
@@ -305,5 +331,19 @@ final class DirectoryPrefetcher {
 
     long prefetchedFiles() {
         return prefetched.sum();
+    }
+
+    /**
+     * What the directory prefetcher did: passes through directories begun (a first pass, and each epoch
+     * over one again), files staged ahead, of those opened after, and dropped unopened (their directory
+     * went idle).
+     */
+    Map<String, Long> counters() {
+        Map<String, Long> m = new LinkedHashMap<>();
+        m.put("passes", passes.sum());
+        m.put("files_staged", prefetched.sum());
+        m.put("staged_then_opened", prefetchedOpened.sum());
+        m.put("dropped_unopened", prefetchedUnread.sum());
+        return m;
     }
 }

@@ -29,6 +29,8 @@ final class ReadaheadWindow {
     private final long chunkSize;
     private long window;
     private long frontier = -1;
+    /** Where the current sequential run began: the first read, or the last jump. */
+    private long runStart;
     /** Where and when the current rate span started; the last span's rate, bytes per second (0: unknown). */
     private long spanFrontier;
     private long spanStartNanos;
@@ -50,6 +52,7 @@ final class ReadaheadWindow {
         long end = offset + length;
         if (frontier < 0) {
             frontier = end;
+            runStart = offset;
             startSpan(nowNanos);
         } else if (Math.abs(offset - frontier) <= chunkSize + window) {
             if (end > frontier) {
@@ -65,6 +68,7 @@ final class ReadaheadWindow {
         } else {
             window = Math.max(initial, window / 4);
             frontier = end;
+            runStart = offset;
             rate = 0;
             startSpan(nowNanos);
         }
@@ -94,5 +98,10 @@ final class ReadaheadWindow {
 
     long window() {
         return window;
+    }
+
+    /** Where the reader's current sequential run began: what lies between it and the reader is read. */
+    long runStart() {
+        return runStart;
     }
 }

@@ -9,7 +9,12 @@ public record AgentCounters(long gets, long getsInFlight, long retries, long fet
                             long prefetchedFiles, long stagingCapacityBytes, long stagingFreeBytes,
                             long stagingInFlightBytes, long stagedChunks, long evictions, long cacheHits, long cacheMisses,
                             long cacheBytesRead, long cacheBytesWritten, long cacheEvictions, long cacheCorrupt,
-                            long cacheFilledFiles, Uploads uploads) {
+                            long cacheFilledFiles, DirectoryPrefetch directoryPrefetch, Uploads uploads) {
+
+    /** The directory prefetcher's passes through directories and what became of the files it staged ahead. */
+    public record DirectoryPrefetch(long passes, long filesStaged, long stagedThenOpened, long droppedUnopened) {
+        public static final DirectoryPrefetch NONE = new DirectoryPrefetch(0, 0, 0, 0);
+    }
 
     /** What the agent uploaded for files written through the mount (zeros for a mount that writes nothing). */
     public record Uploads(long bytes, long parts, long filesPublished, long aborted, long filesWriting, long stagedBytes) {

@@ -92,6 +92,12 @@ public final class PrometheusMetrics {
         agentCounter(registry, series, labels, "os2g_fetched_bytes", "Bytes fetched from the object store into staging", AgentCounters::fetchedBytes);
         agentCounter(registry, series, labels, "os2g_failed_fetches", "Chunk fetches that failed after their retries", AgentCounters::failedFetches);
         agentCounter(registry, series, labels, "os2g_prefetched_files", "Files staged ahead of their open (directory prefetch and hints)", AgentCounters::prefetchedFiles);
+        agentCounter(registry, series, labels, "os2g_prefetch_passes", "Passes through a directory begun by the directory prefetcher (each epoch over it again is one)",
+                c -> c.directoryPrefetch().passes());
+        agentCounter(registry, series, labels, "os2g_prefetched_files_opened", "Files the directory prefetcher staged ahead that were then opened",
+                c -> c.directoryPrefetch().stagedThenOpened());
+        agentCounter(registry, series, labels, "os2g_prefetched_files_dropped", "Files the directory prefetcher staged ahead and let go of unopened",
+                c -> c.directoryPrefetch().droppedUnopened());
         agentCounter(registry, series, labels, "os2g_staging_evictions", "Staged chunks evicted to make room", AgentCounters::evictions);
         agentCounter(registry, series, labels, "os2g_disk_cache_hits", "Chunks read from the disk cache", AgentCounters::cacheHits);
         agentCounter(registry, series, labels, "os2g_disk_cache_misses", "Chunks looked for in the disk cache and not found whole", AgentCounters::cacheMisses);

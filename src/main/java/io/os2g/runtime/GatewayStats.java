@@ -31,6 +31,7 @@ final class GatewayStats {
         m.put("fetched_bytes", agent.fetchedBytes());
         m.put("failed_fetches", agent.failedFetches());
         m.put("prefetched_files", agent.prefetchedFiles());
+        m.put("directory_prefetch", agent.directoryPrefetchCounters());
         m.put("prefetch", agent.hintCounters());
         m.put("warm", agent.warmCounters());
         m.put("staging", staging(index));
@@ -56,9 +57,15 @@ final class GatewayStats {
         return new AgentCounters(store.getCount(), store.getsInFlight(), store.retryCount(), agent.fetchedBytes(),
                 agent.failedFetches(), agent.prefetchedFiles(), index.capacityBytes(), index.freeBytes(),
                 index.inFlightBytes(), index.stagedChunks(), index.evictions(), disk.hits(), disk.misses(), disk.bytesRead(),
-                disk.bytesWritten(), disk.evictions(), disk.corrupt(), agent.filledFiles(),
+                disk.bytesWritten(), disk.evictions(), disk.corrupt(), agent.filledFiles(), directoryPrefetch(agent),
                 uploads == null ? AgentCounters.Uploads.NONE : new AgentCounters.Uploads(uploads.bytesUploaded(),
                         uploads.partsUploaded(), uploads.filesPublished(), uploads.uploadsAborted(), uploads.active(), index.uploadBytes()));
+    }
+
+    private static AgentCounters.DirectoryPrefetch directoryPrefetch(Agent agent) {
+        Map<String, Long> c = agent.directoryPrefetchCounters();
+        return new AgentCounters.DirectoryPrefetch(c.get("passes"), c.get("files_staged"), c.get("staged_then_opened"),
+                c.get("dropped_unopened"));
     }
 
     private static Map<String, Object> diskCache(Agent agent) {

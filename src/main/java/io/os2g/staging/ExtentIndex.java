@@ -17,7 +17,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * eviction) take one lock. Eviction is CLOCK: chunks sit in a ring in publication order; the sweep
  * gives a chunk read since its last pass a second chance, skips pinned ones, and frees the first
  * unpinned one it meets. Replaced chunks (a new ETag) leave the map at once and are freed when the
- * sweep finds them unpinned.
+ * sweep finds them unpinned. Chunks a sequential reader has moved past ({@link #consumed}: a shard, a
+ * checkpoint, a {@code cp}, read once in order) go before the sweep's choice, so a scan through a large
+ * file recycles its own pages rather than pushing out a dataset that is read again each epoch.
  */
 public final class ExtentIndex {
 
@@ -61,6 +63,8 @@ public final class ExtentIndex {
         boolean mirrored;
         /** Evicted here, waiting for the mirror to free its copy. */
         boolean recalled;
+        /** In the consumed queue. */
+        boolean consumed;
 
         Entry(ChunkKey key, int slot, int[] pages) {
             this.key = key;
@@ -77,6 +81,8 @@ public final class ExtentIndex {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition spaceFreed = lock.newCondition();
     private final ArrayDeque<Entry> clock = new ArrayDeque<>();
+    /** Chunks a sequential reader has moved past, oldest first: evicted before the clock's choice. */
+    private final ArrayDeque<Entry> consumed = new ArrayDeque<>();
     private final PageAllocator allocator;
     private final LongAdder evictions = new LongAdder();
     /** Null where readers share this region's memory. */
@@ -402,8 +408,45 @@ public final class ExtentIndex {
         }
     }
 
+    /**
+     * A sequential reader has moved past {@code key}: the chunk goes before the clock's choice when room
+     * is needed, unless someone reads it again first.
+     */
+    public void consumed(ChunkKey key) {
+        lock.lock();
+        try {
+            Entry e = chunks.get(key);
+            if (e != null && !e.freed && !e.recalled && !e.consumed) {
+                e.consumed = true;
+                table.takeReferenced(e.slot);
+                consumed.addLast(e);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Frees the oldest consumed chunk no one has read since or holds; true when one was freed. Under the lock. */
+    private boolean evictConsumed() {
+        for (Entry entry; (entry = consumed.pollFirst()) != null; ) {
+            entry.consumed = false;
+            if (entry.freed || entry.recalled || chunks.get(entry.key) != entry || table.referenced(entry.slot)) {
+                continue; // gone, or read again since: the clock's to judge
+            }
+            if (tryFree(entry)) {
+                evictions.increment();
+                return true;
+            }
+            // pinned by a reader: the clock finds it later
+        }
+        return false;
+    }
+
     /** One CLOCK sweep (at most two passes over the ring); true when it freed a chunk. Under the lock. */
     private boolean evictOne() {
+        if (evictConsumed()) {
+            return true;
+        }
         for (int budget = 2 * clock.size(); budget > 0; budget--) {
             Entry entry = clock.pollFirst();
             if (entry == null) {

@@ -196,6 +196,11 @@ final class ExtentTable {
         return INT.compareAndSet(table, offset(slot) + STATE, 0, FREE);
     }
 
+    /** Whether a reader pinned the slot since its referenced bit was last taken, leaving the bit as it is (writer only). */
+    boolean referenced(int slot) {
+        return (int) INT.getOpaque(table, offset(slot) + REFERENCED) != 0;
+    }
+
     /** Clears the slot's referenced bit; true if a reader pinned it since the last call (writer only). */
     boolean takeReferenced(int slot) {
         long at = offset(slot) + REFERENCED;

@@ -253,6 +253,32 @@ class ExtentIndexTest {
     }
 
     @Test
+    void chunksASequentialReaderMovedPastGoFirstUnlessReadAgain() throws IOException {
+        ExtentIndex index = index(4L * PAGE, Duration.ofMillis(200));
+        ChunkKey image = new ChunkKey(1, 0);
+        stage(index, image, "e", pattern(PAGE, 1)); // the oldest, unread: the clock's first choice
+        ChunkKey shard0 = new ChunkKey(2, 0);
+        ChunkKey shard1 = new ChunkKey(2, 1);
+        ChunkKey shard2 = new ChunkKey(2, 2);
+        stage(index, shard0, "e", pattern(PAGE, 2));
+        stage(index, shard1, "e", pattern(PAGE, 3));
+        stage(index, shard2, "e", pattern(PAGE, 4));
+        index.view().release(index.view().acquire(shard0, "e"));
+        index.view().release(index.view().acquire(shard1, "e"));
+        index.consumed(shard0);
+        index.consumed(shard1);
+        index.view().release(index.view().acquire(shard1, "e")); // read again after: no longer first to go
+
+        stage(index, new ChunkKey(2, 3), "e", pattern(PAGE, 5)); // room for one: the consumed chunk goes
+        stage(index, new ChunkKey(2, 4), "e", pattern(PAGE, 6)); // then the clock's choice: the oldest unread
+        // (looked at only now: a look is a read, which would give the chunk a second chance)
+        assertFalse(index.view().contains(shard0, "e"), "consumed, so gone first");
+        assertFalse(index.view().contains(image, "e"), "the clock's choice");
+        assertTrue(index.view().contains(shard1, "e"), "read again since it was consumed: the clock's to judge");
+        assertTrue(index.view().contains(shard2, "e"));
+        assertEquals(2, index.evictions());
+    }
+    @Test
     void whenEveryPageIsPinnedReserveWaitsThenFailsInsteadOfHanging() throws IOException {
         ExtentIndex index = index(2L * PAGE, Duration.ofMillis(300));
         stage(index, new ChunkKey(1, 0), "e", pattern(2 * PAGE, 1));
