@@ -28,6 +28,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
 import org.apache.commons.io.input.BoundedInputStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -53,7 +54,7 @@ final class ChunkFetcher implements AutoCloseable {
     private final ObjectStore store;
     private final ExtentIndex index;
     private final ChunkLayout layout;
-    private final Semaphore slots;
+    private final FetchQueue queue;
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final ConcurrentHashMap<ChunkKey, FetchInFlight> inFlight = new ConcurrentHashMap<>();
     private final LongAdder fetched = new LongAdder();
@@ -85,14 +86,22 @@ final class ChunkFetcher implements AutoCloseable {
         this.store = store;
         this.index = index;
         this.layout = layout;
-        this.slots = new Semaphore(maxInFlight);
+        this.queue = new FetchQueue(executor, maxInFlight);
         this.cache = cache;
         this.cacheScope = cacheScope;
     }
 
     /** Completes when chunk {@code chunk} of {@code file} is staged, or with the fetch's failure. */
     CompletableFuture<Void> stage(Node.File file, long chunk) {
-        return stage(file, chunk, Long.MAX_VALUE);
+        return stage(file, chunk, Long.MAX_VALUE, false);
+    }
+
+    /**
+     * As {@link #stage(Node.File, long)}, for a chunk staged ahead of its reader: its fetch waits while
+     * readers' fetches do, until a reader asks for the chunk.
+     */
+    CompletableFuture<Void> stageAhead(Node.File file, long chunk) {
+        return stage(file, chunk, Long.MAX_VALUE, true);
     }
 
     /**
@@ -101,6 +110,10 @@ final class ChunkFetcher implements AutoCloseable {
      * with the fetch's failure.
      */
     CompletableFuture<Void> stage(Node.File file, long chunk, long needed) {
+        return stage(file, chunk, needed, false);
+    }
+
+    private CompletableFuture<Void> stage(Node.File file, long chunk, long needed, boolean ahead) {
         ChunkKey key = new ChunkKey(file.inode(), chunk);
         if (index.view().contains(key, file.etag())) {
             return CompletableFuture.completedFuture(null);
@@ -111,19 +124,20 @@ final class ChunkFetcher implements AutoCloseable {
         }
         CompletableFuture<Void> filling = fills.get(key);
         if (filling != null) { // being fetched into the disk cache: staged from there once it is
-            return filling.thenCompose(done -> stage(file, chunk, needed));
+            return filling.thenCompose(done -> stage(file, chunk, needed, ahead));
         }
         FetchInFlight mine = new FetchInFlight();
         FetchInFlight running = inFlight.putIfAbsent(key, mine);
         if (running != null) {
+            if (!ahead) {
+                running.wanted();
+            }
             return running.until(needed);
         }
-        try {
-            executor.execute(() -> fetch(file, key, mine));
-        } catch (RejectedExecutionException e) {
+        submit(List.of(mine), () -> fetch(file, key, mine), e -> {
             inFlight.remove(key, mine);
             mine.finish(new AgentException(Errno.EIO, "agent is shutting down", e));
-        }
+        }, ahead);
         return mine.until(needed);
     }
 
@@ -157,19 +171,21 @@ final class ChunkFetcher implements AutoCloseable {
             }
         }
         if (!run.isEmpty()) {
-            try {
-                executor.execute(() -> fetchRun(container, run));
-            } catch (RejectedExecutionException e) {
-                finish(run, new AgentException(Errno.EIO, "agent is shutting down", e));
-            }
+            submit(run.stream().map(RunMember::done).toList(), () -> fetchRun(container, run),
+                    e -> finish(run, new AgentException(Errno.EIO, "agent is shutting down", e)), true);
         }
         return staged;
+    }
+
+    /** Queues a fetch that stages {@code fetches}, a reader's or ahead of one. */
+    private void submit(List<FetchInFlight> fetches, Runnable fetch, Consumer<RejectedExecutionException> abandoned, boolean ahead) {
+        FetchQueue.Ticket ticket = queue.submit(fetch, abandoned, ahead);
+        fetches.forEach(f -> f.queuedAs(ticket));
     }
 
     private void fetchRun(String container, List<RunMember> run) {
         List<Reservation> reservations = new ArrayList<>(run.size());
         try {
-            slots.acquire();
             try {
                 long bytes = 0;
                 for (RunMember m : run) {
@@ -194,7 +210,7 @@ final class ChunkFetcher implements AutoCloseable {
                 fetched.add(run.size());
                 fetchedBytes.add(bytes);
             } finally {
-                slots.release();
+                run.getFirst().done().releaseSlot();
             }
             finish(run, null);
         } catch (Throwable t) {
@@ -219,7 +235,6 @@ final class ChunkFetcher implements AutoCloseable {
     private void fetch(Node.File file, ChunkKey key, FetchInFlight done) {
         Reservation reservation = null;
         try {
-            slots.acquire();
             try {
                 // another reader may have staged it while this one waited for a slot
                 if (!index.view().contains(key, file.etag())) {
@@ -254,7 +269,7 @@ final class ChunkFetcher implements AutoCloseable {
                     }
                 }
             } finally {
-                slots.release();
+                done.releaseSlot();
             }
             inFlight.remove(key, done);
             done.finish(null);
@@ -400,6 +415,7 @@ final class ChunkFetcher implements AutoCloseable {
     /** Interrupts the fetches in flight and waits (a little) for them to give their pages back. */
     @Override
     public void close() {
+        queue.close();
         executor.shutdownNow();
         try {
             if (!executor.awaitTermination(5, TimeUnit.SECONDS)) {

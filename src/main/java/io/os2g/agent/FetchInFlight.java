@@ -19,6 +19,47 @@ final class FetchInFlight {
     /** Bytes from the chunk's start that readers can read now, and whether the fetch ended; guarded by this. */
     private long readable;
     private boolean ended;
+    /** Its place in the fetch queue, and whether a reader waits for it; guarded by this. */
+    private FetchQueue.Ticket ticket;
+    private boolean wanted;
+
+    /** The fetch is queued as {@code t}: a reader that waited for it already moves it up now. */
+    void queuedAs(FetchQueue.Ticket t) {
+        boolean promote;
+        synchronized (this) {
+            ticket = t;
+            promote = wanted;
+        }
+        if (promote) {
+            t.promote();
+        }
+    }
+
+    /** A reader waits for this fetch: queued ahead of its reader, it goes with the readers' fetches now. */
+    void wanted() {
+        FetchQueue.Ticket t;
+        synchronized (this) {
+            if (wanted || ended) {
+                return;
+            }
+            wanted = true;
+            t = ticket;
+        }
+        if (t != null) {
+            t.promote();
+        }
+    }
+
+    /** The fetch is done with the store: its slot goes to the next fetch. */
+    void releaseSlot() {
+        FetchQueue.Ticket t;
+        synchronized (this) {
+            t = ticket;
+        }
+        if (t != null) {
+            t.release();
+        }
+    }
 
     /** Completes when the whole chunk is staged, or with the fetch's failure. */
     CompletableFuture<Void> done() {

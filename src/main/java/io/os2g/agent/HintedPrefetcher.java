@@ -241,7 +241,7 @@ final class HintedPrefetcher implements AutoCloseable {
         long chunks = file.size() == 0 ? 0 : layout.index(file.size() - 1) + 1;
         CompletableFuture<?>[] parts = new CompletableFuture<?>[(int) chunks];
         for (int c = 0; c < chunks; c++) {
-            parts[c] = fetcher.stage(file, c);
+            parts[c] = fetcher.stageAhead(file, c);
         }
         CompletableFuture.allOf(parts).whenComplete((ok, failure) -> finished(entry, failure == null));
     }
