@@ -43,14 +43,21 @@ import java.util.concurrent.atomic.LongAdder;
  * precedence when a loader gives them.
  *
  * <p>Every epoch, not only the first: a directory keeps the files opened in its current pass, and a
- * file opened again once half the directory has been opened starts the next pass (an epoch over the
- * dataset again). The listing is walked from its start once more, skipping what is still staged and
+ * file opened again after half the directory's worth of opens since its last starts the next pass (an
+ * epoch over the dataset again). The listing is walked from its start once more, skipping what is still staged and
  * what this pass has read, so a dataset the region could not keep is staged ahead again.
+ *
+ * <p>A sweep of a tree: once two sibling directories are being read through (a shuffled sampler over
+ * an ImageFolder's class folders), the whole parent is. Its subdirectories are then staged in listing
+ * order, directory after directory, with no per-directory window, up to half the staging region
+ * outstanding: a shuffled reader misses only what the region cannot hold ahead of it.
  */
 final class DirectoryPrefetcher {
 
     /** Opens of small files in a directory before it counts as being read through. */
     private static final int OPENS_BEFORE_PREFETCH = 2;
+    /** Sibling directories being read through at once that make their parent a sweep. */
+    static final int SIBLINGS_FOR_SWEEP = 2;
     /**
      * Bytes between two files of one container that still join them into one GET (a tar member's header
      * and padding, PAX headers with long names): cheaper to read and drop than a second round trip.
@@ -74,10 +81,13 @@ final class DirectoryPrefetcher {
     private final long chunkSize;
     private final int window;
     private final long budgetBytes;
+    private final long sweepBudgetBytes;
     private final AtomicLong outstandingBytes = new AtomicLong();
     private final LongAdder fillsAsked = new LongAdder();
     private final LongAdder fillsEnded = new LongAdder();
     private final Cache<String, DirectoryState> directories;
+    private final Cache<String, Sweep> sweeps;
+    private final LongAdder sweepsDetected = new LongAdder();
     private final LongAdder prefetched = new LongAdder();
     private final LongAdder prefetchedOpened = new LongAdder();
     private final LongAdder prefetchedUnread = new LongAdder();
@@ -88,10 +98,10 @@ final class DirectoryPrefetcher {
     /** Progress through one directory; guarded by its own monitor. */
     private static final class DirectoryState {
         final List<Node.File> smallFiles;
-        final Map<Long, Long> outstanding = new HashMap<>(); // inode -> size: staged or staging, not yet opened
+        final Map<Long, Long> outstanding = new HashMap<>(); // inode -> the staging it takes: staged or staging, not yet opened
         final Map<Long, StagedChunk> pins = new HashMap<>(); // inode -> the agent's pin on its staged chunk
-        /** Inodes opened in this pass through the directory. */
-        final Set<Long> openedThisPass = new HashSet<>();
+        /** Inodes opened in this pass through the directory, with the count of opens here when they were. */
+        final Map<Long, Integer> openedThisPass = new HashMap<>();
         /** Whether the directory's small files all fit the disk cache's fill budget (and have a disk cache). */
         final boolean fillable;
         int cursor;
@@ -106,6 +116,20 @@ final class DirectoryPrefetcher {
         }
     }
 
+    /** The subdirectories of one parent being read through; a sweep once enough are. Guarded by its monitor. */
+    private static final class Sweep {
+        final Set<String> readThrough = new HashSet<>();
+        /** The parent's subdirectories in listing order, once a sweep; null before. */
+        List<String> children;
+        Set<String> covered;
+        /** The first of {@link #children} that may have files left to stage. */
+        int cursor;
+
+        boolean covers(String prefix) {
+            return covered != null && covered.contains(prefix);
+        }
+    }
+
     /** @param placements where a file's bytes lie inside another object (tar members), or null for its own */
     DirectoryPrefetcher(Namespace namespace, ChunkFetcher fetcher, Function<String, TarExpandingStore.Placement> placements,
                         ExtentIndex index, long chunkSize, int window) {
@@ -116,6 +140,8 @@ final class DirectoryPrefetcher {
         this.chunkSize = chunkSize;
         this.window = window;
         this.budgetBytes = index.capacityBytes() / 4;
+        this.sweepBudgetBytes = index.capacityBytes() / 2;
+        this.sweeps = Caffeine.newBuilder().maximumSize(MAX_DIRECTORIES).expireAfterAccess(IDLE).build();
         this.directories = Caffeine.newBuilder()
                 .maximumSize(MAX_DIRECTORIES)
                 .expireAfterAccess(IDLE)
@@ -137,18 +163,16 @@ final class DirectoryPrefetcher {
                 .build();
     }
 
-    /** Called on every open: counts it, and keeps the directory's window of staged files full. */
+    /** Called on every open: counts it, and keeps the directory's window (or its sweep's) staged ahead. */
     void onOpen(Node.File file) {
         if (window <= 0 || file.size() > chunkSize) {
             return;
         }
-        int slash = file.key().lastIndexOf('/');
-        String prefix = slash < 0 ? "" : file.key().substring(0, slash + 1);
+        String prefix = parentOf(file.key());
         DirectoryState state = directories.get(prefix, this::load);
         if (state == null) {
             return;
         }
-        List<Node.File> toStage = new ArrayList<>();
         StagedChunk unpin;
         synchronized (state) {
             Long opened = state.outstanding.remove(file.inode());
@@ -161,35 +185,136 @@ final class DirectoryPrefetcher {
         if (unpin != null) {
             index.view().release(unpin); // the reader pins it again to copy
         }
+        Sweep sweep = prefix.isEmpty() ? null : sweeps.getIfPresent(parentOf(prefix));
+        List<Node.File> toStage = List.of();
+        boolean began;
+        boolean restarted = false;
         synchronized (state) {
-            if (!state.openedThisPass.add(file.inode()) && 2 * state.openedThisPass.size() >= state.smallFiles.size()) {
-                // opened again after half the directory: the reader has started over
+            Integer before = state.openedThisPass.put(file.inode(), state.opens);
+            if (before != null && 2 * (state.opens - before) >= state.smallFiles.size()) {
+                // opened again after half the directory since: the reader has started over (an open
+                // twice in a row, to look and then to read, is not)
                 state.openedThisPass.clear();
-                state.openedThisPass.add(file.inode());
+                state.openedThisPass.put(file.inode(), state.opens);
                 state.cursor = 0;
                 passes.increment();
+                restarted = true;
             }
-            if (++state.opens < OPENS_BEFORE_PREFETCH) {
-                return;
-            }
-            if (state.opens == OPENS_BEFORE_PREFETCH) {
+            boolean swept = sweep != null && sweep.covers(prefix);
+            began = ++state.opens == OPENS_BEFORE_PREFETCH;
+            if (began) {
                 passes.increment();
             }
-            // filled to disk, a file is read by the kernel from there: staging it too would be wasted
-            while (!(state.fillable && kernelReadsCachedFiles) && state.outstanding.size() < window && state.cursor < state.smallFiles.size()
-                    && outstandingBytes.get() < budgetBytes) {
-                Node.File next = state.smallFiles.get(state.cursor++);
-                if (!state.openedThisPass.contains(next.inode()) && !state.outstanding.containsKey(next.inode())
-                        && !index.view().contains(new ChunkKey(next.inode(), 0), next.etag())) {
-                    state.outstanding.put(next.inode(), next.size());
-                    outstandingBytes.addAndGet(next.size());
-                    toStage.add(next);
-                }
+            if (state.opens < OPENS_BEFORE_PREFETCH && !swept) {
+                return;
             }
+            if (!swept) {
+                toStage = take(state, window, budgetBytes);
+            }
+        }
+        if (began && !prefix.isEmpty()) {
+            sweep = joinSweep(prefix);
         }
         prefetched.add(toStage.size());
         stageInRuns(state, toStage);
+        if (sweep != null && sweep.covers(prefix)) {
+            topUp(sweep, restarted);
+        }
         fill(state);
+    }
+
+    /**
+     * The directory's next files to stage, from its cursor, while it has fewer than {@code maxOutstanding}
+     * staged unopened and all directories fewer than {@code budget} bytes; counted as outstanding. Under
+     * the state's monitor.
+     */
+    private List<Node.File> take(DirectoryState state, int maxOutstanding, long budget) {
+        List<Node.File> toStage = new ArrayList<>();
+        // filled to disk, a file is read by the kernel from there: staging it too would be wasted
+        while (!exhausted(state) && state.outstanding.size() < maxOutstanding && outstandingBytes.get() < budget) {
+            Node.File next = state.smallFiles.get(state.cursor++);
+            if (!state.openedThisPass.containsKey(next.inode()) && !state.outstanding.containsKey(next.inode())
+                    && !index.view().contains(new ChunkKey(next.inode(), 0), next.etag())) {
+                long footprint = (next.size() + index.pageSize() - 1) / index.pageSize() * index.pageSize();
+                state.outstanding.put(next.inode(), footprint);
+                outstandingBytes.addAndGet(footprint);
+                toStage.add(next);
+            }
+        }
+        return toStage;
+    }
+
+    /** Whether the directory has nothing left to stage in this pass. Under the state's monitor. */
+    private boolean exhausted(DirectoryState state) {
+        return state.gone || state.cursor >= state.smallFiles.size() || (state.fillable && kernelReadsCachedFiles);
+    }
+
+    /**
+     * Counts {@code prefix} as read through among its siblings; returns its parent's sweep, detected
+     * (its subdirectories listed) when this makes {@link #SIBLINGS_FOR_SWEEP} of them.
+     */
+    private Sweep joinSweep(String prefix) {
+        String parent = parentOf(prefix);
+        Sweep sweep = sweeps.get(parent, p -> new Sweep());
+        synchronized (sweep) {
+            if (sweep.children == null && sweep.readThrough.add(prefix) && sweep.readThrough.size() >= SIBLINGS_FOR_SWEEP) {
+                Directory listing = namespace.cachedDirectory(parent);
+                List<String> children = new ArrayList<>();
+                if (listing != null) {
+                    listing.entries().values().forEach(n -> {
+                        if (n instanceof Node.Dir d) {
+                            children.add(d.prefix());
+                        }
+                    });
+                }
+                sweep.readThrough.stream().filter(c -> !children.contains(c)).sorted().forEach(children::add);
+                sweep.children = children;
+                sweep.covered = Set.copyOf(children);
+                sweepsDetected.increment();
+            }
+        }
+        return sweep;
+    }
+
+    /**
+     * Stages the sweep's directories in listing order, from the first with files left, until half the
+     * region is outstanding; {@code rewind}: a directory started a new pass, so look from the first again.
+     * A directory not listed yet (no reader looked it up) is passed over until it is.
+     */
+    private void topUp(Sweep sweep, boolean rewind) {
+        synchronized (sweep) {
+            if (rewind) {
+                sweep.cursor = 0;
+            }
+            boolean allDoneSoFar = true;
+            for (int i = sweep.cursor; i < sweep.children.size() && outstandingBytes.get() < sweepBudgetBytes; i++) {
+                DirectoryState d = directories.get(sweep.children.get(i), this::load);
+                if (d == null) {
+                    allDoneSoFar = false;
+                    continue;
+                }
+                List<Node.File> toStage;
+                boolean done;
+                synchronized (d) {
+                    toStage = take(d, Integer.MAX_VALUE, sweepBudgetBytes);
+                    done = exhausted(d);
+                }
+                prefetched.add(toStage.size());
+                stageInRuns(d, toStage);
+                if (!done) {
+                    return; // the budget is spent
+                }
+                if (allDoneSoFar) {
+                    sweep.cursor = i + 1;
+                }
+            }
+        }
+    }
+
+    private static String parentOf(String path) {
+        String trimmed = path.endsWith("/") ? path.substring(0, path.length() - 1) : path;
+        int slash = trimmed.lastIndexOf('/');
+        return slash < 0 ? "" : trimmed.substring(0, slash + 1);
     }
 
     /**
@@ -301,7 +426,7 @@ final class DirectoryPrefetcher {
 
     private void flush(DirectoryState state, TarExpandingStore.Placement first, List<Node.File> run, List<Long> offsets) {
         if (run.size() == 1 || first == null) {
-            run.forEach(file -> pinWhenStaged(state, file, fetcher.stage(file, 0)));
+            run.forEach(file -> pinWhenStaged(state, file, fetcher.stageAhead(file, 0)));
         } else {
             List<CompletableFuture<Void>> staged = fetcher.stageRun(first.container(), List.copyOf(run), List.copyOf(offsets));
             for (int i = 0; i < run.size(); i++) {
@@ -335,12 +460,13 @@ final class DirectoryPrefetcher {
 
     /**
      * What the directory prefetcher did: passes through directories begun (a first pass, and each epoch
-     * over one again), files staged ahead, of those opened after, and dropped unopened (their directory
-     * went idle).
+     * over one again), sweeps of a tree detected, files staged ahead, of those opened after, and dropped
+     * unopened (their directory went idle).
      */
     Map<String, Long> counters() {
         Map<String, Long> m = new LinkedHashMap<>();
         m.put("passes", passes.sum());
+        m.put("sweeps", sweepsDetected.sum());
         m.put("files_staged", prefetched.sum());
         m.put("staged_then_opened", prefetchedOpened.sum());
         m.put("dropped_unopened", prefetchedUnread.sum());

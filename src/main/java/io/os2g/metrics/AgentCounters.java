@@ -11,9 +11,9 @@ public record AgentCounters(long gets, long getsInFlight, long retries, long fet
                             long cacheBytesRead, long cacheBytesWritten, long cacheEvictions, long cacheCorrupt,
                             long cacheFilledFiles, DirectoryPrefetch directoryPrefetch, Uploads uploads) {
 
-    /** The directory prefetcher's passes through directories and what became of the files it staged ahead. */
-    public record DirectoryPrefetch(long passes, long filesStaged, long stagedThenOpened, long droppedUnopened) {
-        public static final DirectoryPrefetch NONE = new DirectoryPrefetch(0, 0, 0, 0);
+    /** The directory prefetcher's passes through directories, sweeps of trees, and what became of the files it staged ahead. */
+    public record DirectoryPrefetch(long passes, long sweeps, long filesStaged, long stagedThenOpened, long droppedUnopened) {
+        public static final DirectoryPrefetch NONE = new DirectoryPrefetch(0, 0, 0, 0, 0);
     }
 
     /** What the agent uploaded for files written through the mount (zeros for a mount that writes nothing). */

@@ -94,6 +94,8 @@ public final class PrometheusMetrics {
         agentCounter(registry, series, labels, "os2g_prefetched_files", "Files staged ahead of their open (directory prefetch and hints)", AgentCounters::prefetchedFiles);
         agentCounter(registry, series, labels, "os2g_prefetch_passes", "Passes through a directory begun by the directory prefetcher (each epoch over it again is one)",
                 c -> c.directoryPrefetch().passes());
+        agentCounter(registry, series, labels, "os2g_prefetch_sweeps", "Trees found being read through across sibling directories, staged ahead as one",
+                c -> c.directoryPrefetch().sweeps());
         agentCounter(registry, series, labels, "os2g_prefetched_files_opened", "Files the directory prefetcher staged ahead that were then opened",
                 c -> c.directoryPrefetch().stagedThenOpened());
         agentCounter(registry, series, labels, "os2g_prefetched_files_dropped", "Files the directory prefetcher staged ahead and let go of unopened",

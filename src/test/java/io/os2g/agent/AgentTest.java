@@ -209,8 +209,10 @@ class AgentTest {
         List<Node.File> files = imagesWithADirectoryPrefetchOf4();
         s3.put("data", "big", S3Fixture.bytes(48 * CHUNK, 7)); // 12 MiB through an 8 MiB region
         for (int i : new int[] {7, 3, 0, 9, 5, 1, 8, 2, 6, 4}) { // the first epoch, shuffled
+            agent.release(agent.open(files.get(i))); // opened to look at, then to read: one pass still
             agent.release(agent.open(files.get(i)));
         }
+        assertEquals(1, agent.directoryPrefetchCounters().get("passes"));
         Node.File big = file("big", 99);
         long h = agent.open(big);
         for (int i = 0; i < 48; i++) { // read out of order: no scan, so the images are evicted as any other chunk
@@ -223,7 +225,7 @@ class AgentTest {
         }
         long staged = agent.prefetchedFiles();
 
-        agent.release(agent.open(files.get(6))); // the second epoch begins
+        agent.release(agent.open(files.get(7))); // the second epoch begins
         awaitStaged(files.subList(0, 4));
         assertEquals(staged + 4, agent.prefetchedFiles(), "a window of 4 again, from the listing's start");
         agent.release(agent.open(files.get(2)));
@@ -233,6 +235,45 @@ class AgentTest {
         assertEquals(2, counters.get("passes"), "the first pass and the second epoch");
         assertTrue(counters.get("staged_then_opened") >= 2, counters.toString());
         assertArrayEquals(S3Fixture.bytes(50_000, 5), staged(files.get(5), 0));
+    }
+
+    @Test
+    void readsAcrossSiblingDirectoriesAreASweepThatStagesTheWholeTreeAhead() throws Exception {
+        agent.close();
+        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 4), namespace);
+        for (int c = 0; c < 4; c++) {
+            for (int i = 0; i < 6; i++) {
+                s3.put("data", String.format("train/c%d/%02d.jpg", c, i), S3Fixture.bytes(50_000, 10 * c + i));
+            }
+        }
+        List<List<Node.File>> classes = new ArrayList<>();
+        for (int c = 0; c < 3; c++) { // c3 is listed only once a reader looks into it (a loader given a list of paths)
+            classes.add(filesOf("/train/c" + c));
+        }
+        namespace.list((Node.Dir) namespace.resolve("/train"));
+
+        agent.release(agent.open(classes.get(0).get(5)));
+        agent.release(agent.open(classes.get(0).get(2)));
+        awaitStaged(classes.get(0).subList(0, 2));
+        for (Node.File f : classes.get(2)) { // decided within the opens
+            assertFalse(index.view().contains(new ChunkKey(f.inode(), 0), f.etag()), "one directory read through is no sweep");
+        }
+        assertEquals(0, agent.directoryPrefetchCounters().get("sweeps"));
+
+        agent.release(agent.open(classes.get(1).get(4)));
+        agent.release(agent.open(classes.get(1).get(0))); // a second sibling: the tree is being swept
+        awaitStaged(classes.get(2));
+        awaitStaged(classes.get(1).subList(1, 4));
+        awaitStaged(classes.get(0).subList(3, 5)); // beyond its own window of 4
+        assertEquals(1, agent.directoryPrefetchCounters().get("sweeps"));
+        long staged = agent.prefetchedFiles();
+        agent.release(agent.open(classes.get(2).get(0)));
+        assertEquals(staged, agent.prefetchedFiles(), "c3 not listed yet: passed over");
+
+        classes.add(filesOf("/train/c3"));
+        agent.release(agent.open(classes.get(3).get(1))); // looked up, then opened: the sweep reaches it
+        awaitStaged(classes.get(3).subList(2, 6));
+        assertArrayEquals(S3Fixture.bytes(50_000, 35), staged(classes.get(3).get(5), 0));
     }
 
     @Test
@@ -322,6 +363,10 @@ class AgentTest {
         }
         Node.Dir imgs = (Node.Dir) namespace.resolve("/imgs");
         return namespace.list(imgs).entries().values().stream().map(Node.File.class::cast).toList();
+    }
+
+    private List<Node.File> filesOf(String dir) {
+        return namespace.list((Node.Dir) namespace.resolve(dir)).entries().values().stream().map(Node.File.class::cast).toList();
     }
 
     private void awaitStaged(List<Node.File> files) throws InterruptedException {

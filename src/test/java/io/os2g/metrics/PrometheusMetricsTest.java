@@ -30,7 +30,7 @@ class PrometheusMetricsTest {
 
     private static AgentCounters counters(long gets) {
         return new AgentCounters(gets, 2, 3, 4096, 1, 7, 1 << 20, 1 << 18, 65536, 5, 9, 11, 12, 13, 14, 15, 16, 17,
-                new AgentCounters.DirectoryPrefetch(2, 7, 6, 1), new AgentCounters.Uploads(8 << 20, 1, 2, 3, 1, 65536));
+                new AgentCounters.DirectoryPrefetch(2, 1, 7, 6, 1), new AgentCounters.Uploads(8 << 20, 1, 2, 3, 1, 65536));
     }
 
     @Test
@@ -70,6 +70,7 @@ class PrometheusMetricsTest {
         assertEquals((1 << 20) - (1 << 18), s.value("os2g_staging_used_bytes"));
         assertEquals(9, s.value("os2g_staging_evictions_total"));
         assertEquals(2, s.value("os2g_prefetch_passes_total"));
+        assertEquals(1, s.value("os2g_prefetch_sweeps_total"));
         assertEquals(6, s.value("os2g_prefetched_files_opened_total"));
         assertEquals(1, s.value("os2g_prefetched_files_dropped_total"));
         assertEquals(8 << 20, s.value("os2g_uploaded_bytes_total"));
