@@ -2,6 +2,7 @@
 through the S3 API with boto3, and real `os2g mount` processes read through the kernel."""
 
 import hashlib
+import json
 import os
 import random
 import socket
@@ -232,6 +233,39 @@ def scrape(port):
         for s in family.samples:
             samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
     return samples
+
+
+SHUFFLED_LOADER = r"""
+import hashlib, json, os, sys
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Files(Dataset):
+    def __init__(self, root, names):
+        self.root, self.names = root, names
+    def __len__(self):
+        return len(self.names)
+    def __getitem__(self, i):
+        path = os.path.join(self.root, self.names[i])
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # the page cache dropped: the mount serves it
+        os.close(fd)
+        with open(path, "rb") as f:
+            return self.names[i], hashlib.sha256(f.read()).hexdigest()
+
+root, names = sys.argv[1], json.loads(sys.argv[2])
+loader = DataLoader(Files(root, names), batch_size=4, shuffle=True, num_workers=2, collate_fn=lambda b: b)
+print(json.dumps(dict(item for batch in loader for item in batch)))
+"""
+
+
+def shuffled_epoch(root, hashes):
+    """One epoch of a shuffled PyTorch DataLoader (2 workers) over the files `hashes` names under
+    `root`, the page cache dropped for each; asserts every sample's bytes."""
+    r = subprocess.run(["/usr/bin/python3", "-c", SHUFFLED_LOADER, str(root), json.dumps(list(hashes))],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout) == hashes, "every sample's bytes"
 
 
 def read_verified(path, expected_sha256):

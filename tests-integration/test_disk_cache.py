@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CREDENTIALS_ENV, Agent, Mount, Tally, forget_pages, payload, read_verified, run_os2g, sha256
+from conftest import (CREDENTIALS_ENV, Agent, Mount, Tally, forget_pages, payload, read_verified, run_os2g, sha256,
+                      shuffled_epoch)
 
 FILES = 24
 SIZE = 1 << 20  # 24 MiB of data through an 8 MiB staging region
@@ -127,39 +128,12 @@ def test_whole_files_on_disk_are_read_by_the_kernel_and_an_inode_is_read_one_way
         assert m.stop() == 0
 
 
-LOADER = r"""
-import hashlib, json, os, sys
-import torch
-from torch.utils.data import DataLoader, Dataset
-
-class Files(Dataset):
-    def __init__(self, root, names):
-        self.root, self.names = root, names
-    def __len__(self):
-        return len(self.names)
-    def __getitem__(self, i):
-        path = os.path.join(self.root, self.names[i])
-        fd = os.open(path, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # the page cache dropped: the mount serves it
-        os.close(fd)
-        with open(path, "rb") as f:
-            return self.names[i], hashlib.sha256(f.read()).hexdigest()
-
-root, names = sys.argv[1], json.loads(sys.argv[2])
-loader = DataLoader(Files(root, names), batch_size=4, shuffle=True, num_workers=2, collate_fn=lambda b: b)
-print(json.dumps(dict(item for batch in loader for item in batch)))
-"""
-
-
 def loader_epochs(m, hashes, epochs=2):
     """Runs the shuffled DataLoader over the mount `epochs` times, each sample's bytes checked, and
     returns the agent's GET count after each epoch (every block written before the count is read)."""
     gets = []
     for _ in range(epochs):
-        r = subprocess.run(["/usr/bin/python3", "-c", LOADER, str(m.path), json.dumps(list(hashes))],
-                           capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr[-2000:]
-        assert json.loads(r.stdout) == hashes, "every sample's bytes"
+        shuffled_epoch(m.path, hashes)
         written_all(m, FILES * SIZE)
         gets.append(stats(m)["gets"])
     return gets

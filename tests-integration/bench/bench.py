@@ -201,7 +201,7 @@ def write_targets(launcher, endpoint, work, creds, s3fs_base, rclone_env):
 
 
 # the staging region of the disk cache workloads: the ~630 MB of JPEGs is five times it
-CACHE_STAGING = "128M"
+CACHE_STAGING = "256M"
 
 
 def cache_targets(launcher, endpoint, work, creds, s3fs_base, rclone_env):
@@ -296,6 +296,11 @@ def workloads(quick):
         ("walk", ["walk", "--tree", "tree/d00" if quick else "tree"]),
         ("ttfb", ["ttfb"]),
         ("dataloader", ["dataloader", *(["--limit", "600"] if quick else [])]),
+        # epochs after the first: on a fresh mount, and after 1 GiB of large files read in order (a shard,
+        # a checkpoint) between epochs 1 and 2, the page cache dropped before each epoch
+        ("dataloader-epochs", ["dataloader", "--epochs", "3", "--drop-between", *(["--limit", "600"] if quick else [])]),
+        ("dataloader-after-large", ["dataloader", "--epochs", "2", "--drop-between", "--large-between", str(1 << 30),
+                                    *(["--limit", "600"] if quick else [])]),
         # the same two with the read order told to the mount first (os2g only: elsewhere --hint does nothing)
         ("small-4-hinted", ["small", "--readers", "4", "--epochs", "1", "--hint", *small_limit]),
         ("dataloader-hinted", ["dataloader", "--hint", *(["--limit", "600"] if quick else [])]),
@@ -305,9 +310,9 @@ def workloads(quick):
         ("tar-4", ["small", "--readers", "4", "--epochs", "1", "--tar", *small_limit]),
         # 1 GiB of text in a .zst: os2g's --decompress view against `zstd -dc` through the peers' mounts
         ("zstd-1", ["zstd"]),
-        # a set larger than memory (the ~630 MB of JPEGs, five times the staging region): two epochs with
+        # a set larger than memory (the ~630 MB of JPEGs, 2.5 times the staging region): three epochs with
         # the page cache dropped between, on targets with disk caches (each emptied first)
-        ("dataloader-cache", ["dataloader", "--epochs", "2", "--drop-between", *(["--limit", "600"] if quick else [])]),
+        ("dataloader-cache", ["dataloader", "--epochs", "3", "--drop-between", *(["--limit", "600"] if quick else [])]),
         ("dataloader-hinted-cache", ["dataloader", "--hint", *(["--limit", "600"] if quick else [])]),
         ("small-4-cache", ["small", "--readers", "4", "--epochs", "2", "--drop-between", *small_limit]),
         # writes (their own targets): a 2 GiB checkpoint written 1 MiB at a time, and 64 files of 32 MiB by

@@ -45,7 +45,8 @@ class Meter:
     hypervisor stole, and each CPU's idle time."""
 
     def __init__(self, a):
-        self.pid, self.server_pid, self.agent_pid = a.pid, a.server_pid, a.agent_pid
+        self.pid, self.server_pid, self.agent_pid, self.mount = a.pid, a.server_pid, a.agent_pid, a.mount
+        self.gets = os2g_gets(self.mount)
         self.start = self._now()
 
     def _now(self):
@@ -55,9 +56,21 @@ class Meter:
     def done(self):
         now = self._now()
         gateway, server, steal, agent = (b - a for a, b in zip(self.start[:4], now[:4]))
+        gets = os2g_gets(self.mount)
         return {"gateway_cpu_s": gateway, "server_cpu_s": server, "steal_s": steal,
                 "idle_by_cpu_s": [round(b - a, 2) for a, b in zip(self.start[4], now[4])],
-                **({"agent_cpu_s": agent} if self.agent_pid else {})}
+                **({"agent_cpu_s": agent} if self.agent_pid else {}),
+                **({"gets": gets - self.gets} if gets is not None and self.gets is not None else {})}
+
+
+def os2g_gets(mount):
+    """The GETs an os2g mount has sent so far (its /.os2g/stats), or None for any other file system."""
+    try:
+        with open(os.path.join(mount, ".os2g", "stats")) as f:
+            stats = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return stats.get("agent", stats).get("gets")
 
 
 def peak_rss_bytes(pid):
@@ -123,6 +136,8 @@ def dataloader(a):
         loader = DataLoader(Subset(dataset, chosen) if a.limit else dataset, batch_size=32, num_workers=2, shuffle=True)
     epochs = []
     for epoch in range(a.epochs):
+        if epoch == 1 and a.large_between:
+            read_large(a.mount, a.large_between)  # other work on the mount between the epochs, unmeasured
         if epoch > 0 and a.drop_between:
             drop_page_cache()
         meter = Meter(a)
@@ -136,6 +151,20 @@ def dataloader(a):
     if a.epochs == 1:
         return epochs[0]
     return {"epochs": epochs}
+
+
+def read_large(mount, total):
+    """Reads {total} bytes of MOUNT/large's files in order, a whole file at a time (shards, a checkpoint)."""
+    left = total
+    for path in sorted(glob.glob(os.path.join(mount, "large", "*"))):
+        with open(path, "rb", buffering=0) as f:
+            while left > 0:
+                b = f.read(min(1 << 20, left))
+                if not b:
+                    break
+                left -= len(b)
+        if left <= 0:
+            return
 
 
 def large_file(a):
@@ -309,6 +338,8 @@ def main():
     ap.add_argument("--agent-pid", type=int, default=0, help="the agent's process of a split-mode mount")
     ap.add_argument("--drop-between", action="store_true",
                     help="drop the page cache before each epoch after the first (what a disk cache serves, not the page cache)")
+    ap.add_argument("--large-between", type=int, default=0, metavar="BYTES",
+                    help="dataloader: read this many bytes of MOUNT/large's files in order after the first epoch (other work)")
     ap.add_argument("--hint", action="store_true",
                     help="tell the mount the read order first (MOUNT/.os2g/prefetch; nothing on other file systems)")
     ap.add_argument("--file", help="sequential: read this file (relative to MOUNT) instead of the first of MOUNT/large")
