@@ -51,8 +51,9 @@ MAX_STOLEN = 0.10  # of the interval's CPU time: beyond it a round measures the 
 def interval(row):
     return row["epochs"][0] if "epochs" in row else row
 
-def rate(row):
-    return row.get("samples_per_s") or row.get("mb_per_s") or (row["epochs"][0]["files_per_s"] if "epochs" in row else None)
+def rate(row):  # the first epoch's, where there are several
+    i = interval(row)
+    return i.get("samples_per_s") or i.get("files_per_s") or i.get("mb_per_s")
 
 def stolen(row):
     i = interval(row)
