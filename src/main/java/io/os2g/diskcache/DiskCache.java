@@ -1,5 +1,7 @@
 package io.os2g.diskcache;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import io.os2g.PrivateDirectory;
 import io.os2g.WarningLimiter;
 import java.io.IOException;
@@ -16,6 +18,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.UserDefinedFileAttributeView;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
@@ -71,6 +74,17 @@ public final class DiskCache implements AutoCloseable {
     /** The writer thread's buffer (a fetch writing a block itself, the writer being behind, takes a heap one). */
     private ByteBuffer writeBuffer = ByteBuffer.allocateDirect(0);
     private volatile Thread writerThread;
+    /**
+     * Blocks this process verified for the kernel to read, with their file as it was then: a file still
+     * the same (inode, size, change time) is handed on without reading it again. A write to the file, a
+     * file put in its place, or a touch changes its change time, so it is verified afresh.
+     */
+    private final Cache<BlockKey, FileState> verified = Caffeine.newBuilder().maximumSize(1 << 16).build();
+
+    /** What a block's file was when it was verified: its device and inode, size, and change time. */
+    private record FileState(Object dev, Object ino, Object size, Object changed) {
+    }
+
     /** Each caller's buffer for checksumming a block it hands on unread ({@link #verifiedFile}). */
     private final ThreadLocal<ByteBuffer> verifyBuffers = ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(64 << 10));
 
@@ -232,6 +246,21 @@ public final class DiskCache implements AutoCloseable {
      */
     public Path verifiedFile(BlockKey key) {
         Path file = path(key);
+        Map<String, Object> before;
+        try {
+            before = Files.readAttributes(file, "unix:dev,ino,size,ctime,lastModifiedTime");
+        } catch (NoSuchFileException e) {
+            misses.increment();
+            return null;
+        } catch (IOException e) {
+            dropCorrupt(file, key, e.getMessage());
+            return null;
+        }
+        FileState state = fileState(before);
+        if (state.equals(verified.getIfPresent(key))) { // unchanged since it verified here
+            servedVerified(file, key, state, ((FileTime) before.get("lastModifiedTime")).toMillis());
+            return file;
+        }
         long lastUsed;
         try (BlockFile.Reader in = BlockFile.open(file, key, signer)) {
             in.readToEndAndVerify(verifyBuffers.get());
@@ -243,22 +272,52 @@ public final class DiskCache implements AutoCloseable {
             dropCorrupt(file, key, e.getMessage());
             return null;
         }
-        served(file, key, lastUsed);
+        try { // remembered only when the file did not change while it was read
+            if (!state.equals(fileState(Files.readAttributes(file, "unix:dev,ino,size,ctime")))) {
+                served(file, key, lastUsed);
+                return file;
+            }
+        } catch (IOException e) {
+            served(file, key, lastUsed); // gone meanwhile: verified as read, not remembered
+            return file;
+        }
+        verified.put(key, state);
+        servedVerified(file, key, state, lastUsed);
         return file;
     }
 
-    /** Counts a hit and marks the block recently used (its modification time, at most every {@link #TOUCH_EVERY}). */
-    private void served(Path file, BlockKey key, long lastUsedMillis) {
+    /** {@link #served}, for a block remembered as verified in {@code state}: a touch moves what is remembered with it. */
+    private void servedVerified(Path file, BlockKey key, FileState state, long lastUsedMillis) {
+        if (served(file, key, lastUsedMillis)) {
+            try {
+                FileState touched = fileState(Files.readAttributes(file, "unix:dev,ino,size,ctime"));
+                verified.asMap().replace(key, state, touched);
+            } catch (IOException e) {
+                verified.invalidate(key);
+            }
+        }
+    }
+
+    private static FileState fileState(Map<String, Object> a) {
+        return new FileState(a.get("dev"), a.get("ino"), a.get("size"), a.get("ctime"));
+    }
+
+    /**
+     * Counts a hit and marks the block recently used (its modification time, at most every {@link #TOUCH_EVERY});
+     * true when it was marked.
+     */
+    private boolean served(Path file, BlockKey key, long lastUsedMillis) {
         hits.increment();
         bytesRead.add(key.length());
         long now = System.currentTimeMillis();
         if (now - lastUsedMillis < TOUCH_EVERY.toMillis()) {
-            return; // recent enough for the sweep's order; an epoch's reads leave the disk's inodes alone
+            return false; // recent enough for the sweep's order; an epoch's reads leave the disk's inodes alone
         }
         try {
             Files.setLastModifiedTime(file, FileTime.fromMillis(now));
+            return true;
         } catch (IOException e) {
-            // swept meanwhile by another process: it was served whole already
+            return false; // swept meanwhile by another process: it was served whole already
         }
     }
 

@@ -187,6 +187,35 @@ class DiskCacheTest {
     }
 
     @Test
+    void aBlockHandedToTheKernelOnceIsVerifiedAgainWhenItsFileChangesOrIsReplaced() throws IOException {
+        DiskCache cache = open();
+        byte[] data = bytes(100_000, 4);
+        BlockKey flipped = key("flipped", "e", 0, data.length);
+        BlockKey replaced = key("replaced", "e", 0, data.length);
+        BlockKey other = key("other", "e", 0, data.length);
+        put(cache, flipped, data);
+        put(cache, replaced, data);
+        put(cache, other, data);
+        assertEquals(cache.path(flipped), cache.verifiedFile(flipped));
+        assertEquals(cache.path(replaced), cache.verifiedFile(replaced));
+        assertEquals(cache.path(flipped), cache.verifiedFile(flipped), "unchanged: handed on again");
+
+        try (FileChannel ch = FileChannel.open(cache.path(flipped), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ByteBuffer one = ByteBuffer.allocate(1);
+            ch.read(one, ch.size() - 10);
+            one.put(0, (byte) (one.get(0) ^ 0x40)).rewind();
+            ch.write(one, ch.size() - 10); // a write in place: the file's change time moves
+        }
+        Path copy = dir.resolve("other.blk");
+        Files.copy(cache.path(other), copy);
+        Files.move(copy, cache.path(replaced), java.nio.file.StandardCopyOption.REPLACE_EXISTING); // another inode
+
+        assertEquals(null, cache.verifiedFile(flipped), "changed since it was verified");
+        assertEquals(null, cache.verifiedFile(replaced), "another key's file put in its place");
+        assertEquals(2, cache.counters().corrupt());
+    }
+
+    @Test
     void aSweepDeletesTheLeastRecentlyUsedBlocksFirstDownToTheBound() throws IOException {
         Path blocks = dir.resolve("blocks"), tmp = dir.resolve("tmp");
         Files.createDirectories(tmp);
