@@ -163,12 +163,7 @@ class DiskCacheTest {
         put(cache, moved, data);
 
         Path f = cache.path(flipped);
-        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            ByteBuffer one = ByteBuffer.allocate(1);
-            ch.read(one, ch.size() - 1000);
-            one.put(0, (byte) (one.get(0) ^ 0x40)).rewind();
-            ch.write(one, ch.size() - 1000);
-        }
+        flipByte(f, 1000);
         try (FileChannel ch = FileChannel.open(cache.path(cut), StandardOpenOption.WRITE)) {
             ch.truncate(ch.size() - 1);
         }
@@ -200,12 +195,7 @@ class DiskCacheTest {
         assertEquals(cache.path(replaced), cache.verifiedFile(replaced));
         assertEquals(cache.path(flipped), cache.verifiedFile(flipped), "unchanged: handed on again");
 
-        try (FileChannel ch = FileChannel.open(cache.path(flipped), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            ByteBuffer one = ByteBuffer.allocate(1);
-            ch.read(one, ch.size() - 10);
-            one.put(0, (byte) (one.get(0) ^ 0x40)).rewind();
-            ch.write(one, ch.size() - 10); // a write in place: the file's change time moves
-        }
+        flipByte(cache.path(flipped), 10); // a write in place: the file's change time moves
         Path copy = dir.resolve("other.blk");
         Files.copy(cache.path(other), copy);
         Files.move(copy, cache.path(replaced), java.nio.file.StandardCopyOption.REPLACE_EXISTING); // another inode
@@ -213,6 +203,16 @@ class DiskCacheTest {
         assertEquals(null, cache.verifiedFile(flipped), "changed since it was verified");
         assertEquals(null, cache.verifiedFile(replaced), "another key's file put in its place");
         assertEquals(2, cache.counters().corrupt());
+    }
+
+    /** Flips one bit of the byte {@code fromEnd} bytes before the end of {@code file}, in place. */
+    private static void flipByte(Path file, long fromEnd) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ByteBuffer one = ByteBuffer.allocate(1);
+            ch.read(one, ch.size() - fromEnd);
+            one.put(0, (byte) (one.get(0) ^ 0x40)).rewind();
+            ch.write(one, ch.size() - fromEnd);
+        }
     }
 
     @Test
