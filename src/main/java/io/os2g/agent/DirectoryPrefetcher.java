@@ -121,7 +121,8 @@ final class DirectoryPrefetcher {
         final Set<String> readThrough = new HashSet<>();
         /** The parent's subdirectories in listing order, once a sweep; null before. */
         List<String> children;
-        Set<String> covered;
+        /** The same as a set, read without the monitor by opens in them. */
+        volatile Set<String> covered;
         /** The first of {@link #children} that may have files left to stage. */
         int cursor;
 
