@@ -142,6 +142,11 @@ public final class FuseSession implements AutoCloseable {
         }
     }
 
+    /** The device ended (the mount was removed): a wait for an INIT that never came ends with it. */
+    void deviceGone() {
+        init.completeExceptionally(new IllegalStateException("the mount was removed before the kernel's FUSE INIT"));
+    }
+
     /** Waits until every thread has seen the mount go away (ENODEV). */
     public void join() throws InterruptedException {
         workers.join();

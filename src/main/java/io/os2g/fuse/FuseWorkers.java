@@ -101,6 +101,7 @@ final class FuseWorkers {
                         if (errno != FuseErrno.ENODEV) {
                             LOG.error("reading /dev/fuse failed: errno {}", errno);
                         }
+                        session.deviceGone();
                         return;
                     }
                     try {

@@ -213,6 +213,19 @@ class FuseProtocolTest {
     }
 
     @Test
+    void aMountRemovedBeforeItsInitEndsTheWaitForIt() throws Exception {
+        start(2, 4096, 1 << 20);
+        kernel.close(); // the mount was taken away before the kernel's INIT was read (its maker gave up on it)
+        long started = System.nanoTime();
+        IllegalStateException e = assertThrows(IllegalStateException.class, session::awaitInit);
+        assertTrue(e.getMessage().contains("removed before"), e.getMessage());
+        assertTrue(System.nanoTime() - started < java.util.concurrent.TimeUnit.SECONDS.toNanos(20), "not the INIT timeout");
+        assertTrue(session.join(WAIT));
+        session.close();
+        kernel = null;
+    }
+
+    @Test
     void aKernelOlderThanTheOldestSupportedIsRefusedAtInitWithOneLine() throws Exception {
         start(2, 4096, 1 << 20);
         FakeKernel.Reply reply = init(21, offered(21), 0);
