@@ -15,8 +15,9 @@ import picocli.CommandLine.Model.OptionSpec;
 /**
  * A CSI volume's attributes as {@code os2g mount} words: {@code bucket} and {@code prefix} make the source,
  * every other attribute is one of the mount's long options in its fstab spelling ({@code metadata_ttl: "forever"}
- * is {@code --metadata-ttl forever}; a flag takes {@code "true"} or {@code "false"}). Each attribute is checked
- * alone and then all together, by the checks {@code os2g mount} makes, so that an error names its attribute.
+ * is {@code --metadata-ttl forever}; a flag takes {@code "true"} or {@code "false"}). A PersistentVolume's
+ * mountOptions come as more of them, spelled alike ({@code metadata_ttl=forever}). Each is checked alone and
+ * then all together, by the checks {@code os2g mount} makes, so that an error names its attribute or option.
  */
 final class VolumeAttributes implements CsiPlugin.VolumeOptions {
 
@@ -35,7 +36,7 @@ final class VolumeAttributes implements CsiPlugin.VolumeOptions {
     }
 
     @Override
-    public List<String> of(Map<String, String> attributes) {
+    public List<String> of(Map<String, String> attributes, Map<String, String> options) {
         String bucket = attributes.get(BUCKET);
         if (bucket == null || bucket.isBlank()) {
             throw new UsageError("volume attribute " + BUCKET + " is required");
@@ -46,35 +47,51 @@ final class VolumeAttributes implements CsiPlugin.VolumeOptions {
                     + bucket + ", " + prefix);
         }
         List<String> words = new ArrayList<>(List.of(prefix.isEmpty() ? bucket : bucket + "/" + prefix));
-        for (Map.Entry<String, String> e : new TreeMap<>(attributes).entrySet()) {
-            if (e.getKey().equals(BUCKET) || e.getKey().equals(PREFIX)) {
-                continue;
+        Map<String, String> given = new TreeMap<>();
+        Map<String, String> culprits = new TreeMap<>();
+        attributes.forEach((name, value) -> {
+            if (!name.equals(BUCKET) && !name.equals(PREFIX)) {
+                given.put(name, value);
+                culprits.put(name, "volume attribute " + name);
             }
-            List<String> option = option(e.getKey(), e.getValue());
-            check(words.getFirst(), option, "volume attribute " + e.getKey());
+        });
+        for (Map.Entry<String, String> e : new TreeMap<>(options).entrySet()) {
+            String name = e.getKey();
+            if (name.equals(BUCKET) || name.equals(PREFIX)) {
+                throw new UsageError("mount option " + name + " is the volume's to say, as a volume attribute");
+            }
+            String before = given.put(name, e.getValue());
+            if (before != null && !before.equals(e.getValue())) {
+                throw new UsageError("mount option " + name + "=" + e.getValue() + " and volume attribute " + name + "=" + before + " differ");
+            }
+            culprits.putIfAbsent(name, "mount option " + name);
+        }
+        for (Map.Entry<String, String> e : given.entrySet()) {
+            List<String> option = option(culprits.get(e.getKey()), e.getKey(), e.getValue());
+            check(words.getFirst(), option, culprits.get(e.getKey()));
             words.addAll(option);
         }
-        check(words.getFirst(), words.subList(1, words.size()), "volume attributes");
+        check(words.getFirst(), words.subList(1, words.size()), options.isEmpty() ? "volume attributes" : "volume attributes and mount options");
         return words;
     }
 
-    private List<String> option(String name, String value) {
+    private List<String> option(String what, String name, String value) {
         if (PLUGIN_ONLY.contains(name)) {
-            throw new UsageError("volume attribute " + name + " is the plugin's to set, not the volume's");
+            throw new UsageError(what + " is the plugin's to set, not the volume's");
         }
         OptionSpec option = name.matches("[a-z0-9_]+") ? mount.findOption("--" + name.replace('_', '-')) : null;
         if (option == null) {
-            throw new UsageError("volume attribute " + name + " is not an os2g mount option (docs/KUBERNETES.md lists them)");
+            throw new UsageError(what + " is not an os2g mount option (docs/KUBERNETES.md lists them)");
         }
         if (option.arity().max() == 0) {
             return switch (value) {
                 case "true" -> List.of(option.longestName());
                 case "false" -> List.of();
-                default -> throw new UsageError("volume attribute " + name + " is a flag: \"true\" or \"false\", not \"" + value + "\"");
+                default -> throw new UsageError(what + " is a flag: \"true\" or \"false\", not \"" + value + "\"");
             };
         }
         if (value.isEmpty()) {
-            throw new UsageError("volume attribute " + name + " needs a value");
+            throw new UsageError(what + " needs a value");
         }
         return List.of(option.longestName(), value);
     }

@@ -21,10 +21,13 @@ final class Libc {
 
     static final int EINVAL = 22;
     static final int ENOENT = 2;
-    private static final long MS_RDONLY = 1;
-    private static final long MS_NOSUID = 2;
-    private static final long MS_NODEV = 4;
+    static final long MS_RDONLY = 1;
+    static final long MS_NOSUID = 2;
+    static final long MS_NODEV = 4;
+    static final long MS_NOEXEC = 8;
     private static final long MS_REMOUNT = 32;
+    static final long MS_NOATIME = 1024;
+    static final long MS_NODIRATIME = 2048;
     private static final long MS_BIND = 4096;
     private static final int MNT_DETACH = 2;
     private static final int O_RDONLY = 0;
@@ -88,12 +91,16 @@ final class Libc {
         }
     }
 
-    /** Binds {@code source} at {@code target}, read-only if asked (a bind takes its flags only in a remount). */
-    static void bind(Path source, Path target, boolean readOnly) throws Failure {
+    /**
+     * Binds {@code source} at {@code target} with {@code flags} ({@code MS_RDONLY}, {@code MS_NOEXEC}, ...;
+     * a bind takes its flags only in a remount, which sets them all: the FUSE mount's nosuid and nodev
+     * are kept).
+     */
+    static void bind(Path source, Path target, long flags) throws Failure {
         mount(source.toString(), target.toString(), MS_BIND, "bind");
-        if (readOnly) {
+        if (flags != 0) {
             try {
-                mount("none", target.toString(), MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "read-only remount");
+                mount("none", target.toString(), MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | flags, "remount of the bind with its flags");
             } catch (Failure e) {
                 try {
                     unmount(target);

@@ -48,8 +48,15 @@ final class NodeService extends NodeGrpc.NodeImplBase {
             if (capability.hasBlock()) {
                 throw CsiException.invalid("os2g volumes are file systems: a block volume cannot be published");
             }
+            if (!capability.hasMount()) {
+                throw CsiException.invalid("volume_capability.access_type is required (mount)");
+            }
+            if (!capability.hasAccessMode() || capability.getAccessMode().getMode() == VolumeCapability.AccessMode.Mode.UNKNOWN) {
+                throw CsiException.invalid("volume_capability.access_mode is required");
+            }
+            MountFlags flags = MountFlags.parse(capability.getMount().getMountFlagsList());
             volumes.publish(VolumeRequest.of(request.getVolumeId(), target, request.getReadonly() || readOnlyMode(capability),
-                    request.getVolumeContextMap(), request.getSecretsMap()));
+                    request.getVolumeContextMap(), flags, request.getSecretsMap()));
         });
     }
 
@@ -68,11 +75,21 @@ final class NodeService extends NodeGrpc.NodeImplBase {
         });
     }
 
+    /**
+     * The usage and condition of a published volume; NOT_FOUND for any path where it is not published
+     * (another volume's, a relative or unknown one), INVALID_ARGUMENT only for a missing argument.
+     */
     @Override
     public void nodeGetVolumeStats(NodeGetVolumeStatsRequest request, StreamObserver<NodeGetVolumeStatsResponse> answer) {
         try {
             required("volume_id", request.getVolumeId());
-            NodeVolumes.VolumeStats stats = volumes.stats(request.getVolumeId(), target("volume_path", request.getVolumePath()));
+            required("volume_path", request.getVolumePath());
+            Path path = Path.of(request.getVolumePath());
+            if (!path.isAbsolute() || !path.normalize().equals(path)) {
+                throw new CsiException(io.grpc.Status.Code.NOT_FOUND, "volume " + request.getVolumeId() + " is not published at "
+                        + request.getVolumePath() + " (not an absolute, normalized path)");
+            }
+            NodeVolumes.VolumeStats stats = volumes.stats(request.getVolumeId(), path);
             NodeGetVolumeStatsResponse.Builder response = NodeGetVolumeStatsResponse.newBuilder();
             if (stats.problem() == null) {
                 response.addUsage(VolumeUsage.newBuilder().setUnit(VolumeUsage.Unit.BYTES).setTotal(stats.total())

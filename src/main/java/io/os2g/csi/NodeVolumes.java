@@ -25,7 +25,9 @@ import org.slf4j.LoggerFactory;
  * mount} process, which the plugin mounts for (mount(2), then the descriptor as {@code /dev/fd/3}) in its
  * state dir and starts in a session of its own, so it outlives the plugin; each pod's target is a bind of
  * that mount, read-only unless the volume allows writes. The last unpublish ends the mount. What this
- * knows lives in the state dir and the kernel's mount table: a restarted plugin picks it up.
+ * knows lives in the state dir and the kernel's mount table: a mount is recorded before anything of it is
+ * made, so a restarted plugin finds every mount, keeps those a pod's target binds, and ends the rest (a
+ * publish cut short by a crash) with their processes.
  */
 public final class NodeVolumes {
 
@@ -65,7 +67,11 @@ public final class NodeVolumes {
         recover();
     }
 
-    /** Picks up the mounts a previous plugin made; forgets the ones no longer mounted. */
+    /**
+     * Picks up the mounts a previous plugin made that a pod's target binds; ends the others (a publish
+     * that a crash cut short, whose pod may be gone: no retry would ever come for them) and forgets the
+     * ones no longer mounted.
+     */
     private void recover() {
         if (!Files.isDirectory(stateDir)) {
             return;
@@ -74,15 +80,22 @@ public final class NodeVolumes {
             for (Path dir : dirs) {
                 SharedMount m = SharedMount.load(dir);
                 if (m == null) {
+                    if (!MountTable.isMountPoint(dir.resolve("mnt"))) {
+                        deleteTree(dir); // made by a publish that ended before it recorded anything
+                    }
                     continue;
                 }
-                if (MountTable.isMountPoint(m.mountPoint())) {
+                if (!MountTable.isMountPoint(m.mountPoint())) {
+                    LOG.info("the mount of volume {} at {} is gone: forgetting it", m.volumeId(), m.mountPoint());
+                    stop(m);
+                } else if (targets(m).isEmpty()) {
+                    LOG.info("the mount of volume {} at {} (pid {}) has no pod's target (its publish did not finish): ending it",
+                            m.volumeId(), m.mountPoint(), m.pid());
+                    stop(m);
+                } else {
                     mounts.put(m.key(), m);
                     LOG.info("found the mount of volume {} at {} (pid {}{})", m.volumeId(), m.mountPoint(), m.pid(),
                             serving(m) ? "" : ", no longer serving");
-                } else {
-                    LOG.info("the mount of volume {} at {} is gone: forgetting it", m.volumeId(), m.mountPoint());
-                    remove(m);
                 }
             }
         } catch (IOException e) {
@@ -107,9 +120,9 @@ public final class NodeVolumes {
             }
             token = request.token();
         }
-        List<String> words = arguments.of(request.mountAttributes());
-        boolean writable = "true".equals(request.attributes().get("allow_writes"));
-        boolean readOnly = request.readOnly() || !writable;
+        List<String> words = arguments.of(request.mountAttributes(), request.flags().options());
+        boolean writable = request.allowsWrites();
+        boolean readOnly = (request.bindFlags() & Libc.MS_RDONLY) != 0;
         String key = request.mountKey();
         MountTable.Entry at = MountTable.entryAt(request.target());
         if (at != null) {
@@ -138,7 +151,7 @@ public final class NodeVolumes {
         }
         try {
             Files.createDirectories(request.target());
-            Libc.bind(shared.mountPoint(), request.target(), readOnly);
+            Libc.bind(shared.mountPoint(), request.target(), request.bindFlags());
         } catch (IOException | Libc.Failure e) {
             if (started) {
                 stop(shared);
@@ -148,10 +161,17 @@ public final class NodeVolumes {
         LOG.info("published {} ({} mount {})", request, started ? "new" : "shared", shared.mountPoint());
     }
 
-    /** Unpublishes whatever is mounted at {@code target}; ends the shared mount after its last target. Idempotent. */
+    /**
+     * Unpublishes volume {@code volumeId} from {@code target}; ends the shared mount after its last target.
+     * Idempotent; NOT_FOUND, touching nothing, where another volume is published at {@code target}.
+     */
     public synchronized void unpublish(String volumeId, Path target) throws CsiException {
         MountTable.Entry at = MountTable.entryAt(target);
         SharedMount shared = at == null ? null : byDevice(at.device());
+        if (shared != null && !shared.volumeId().equals(volumeId)) {
+            throw new CsiException(Status.Code.NOT_FOUND, "volume " + volumeId + " is not published at " + target
+                    + " (volume " + shared.volumeId() + " is): nothing unpublished");
+        }
         while (MountTable.isMountPoint(target)) { // a target bound twice over (a retried call) comes off whole
             try {
                 Libc.unmount(target);
@@ -171,19 +191,27 @@ public final class NodeVolumes {
         LOG.info("unpublished volume {} from {}", volumeId, target);
     }
 
-    /** Usage of the volume mounted at {@code path}, and whether its mount is healthy. */
+    /**
+     * Usage of volume {@code volumeId} published at {@code path}, and whether its mount is healthy. A
+     * read-only target has no room a pod could fill: it reports 0 total, 0 available (never "full").
+     *
+     * @throws CsiException NOT_FOUND where that volume is not published at {@code path}
+     */
     public synchronized VolumeStats stats(String volumeId, Path path) throws CsiException {
         MountTable.Entry at = MountTable.entryAt(path);
-        if (at == null) {
+        if (at == null || !at.fsType().equals(FuseMounter.TYPE)) {
             throw new CsiException(Status.Code.NOT_FOUND, "volume " + volumeId + " is not published at " + path);
         }
         SharedMount shared = byDevice(at.device());
+        if (shared != null && (!shared.volumeId().equals(volumeId) || at.mountPoint().equals(shared.mountPoint()))) {
+            throw new CsiException(Status.Code.NOT_FOUND, "volume " + volumeId + " is not published at " + path);
+        }
         if (shared == null || !serving(shared)) {
             return VolumeStats.abnormal("the os2g mount process of this volume has ended: restart the pod to mount it again");
         }
         try {
             FileStore store = Files.getFileStore(path);
-            return new VolumeStats(store.getTotalSpace(), store.getUsableSpace(), null);
+            return at.readOnly() ? new VolumeStats(0, 0, null) : new VolumeStats(store.getTotalSpace(), store.getUsableSpace(), null);
         } catch (IOException e) {
             return VolumeStats.abnormal("the mount does not answer: " + e.getMessage());
         }
@@ -247,6 +275,8 @@ public final class NodeVolumes {
             if (MountTable.isMountPoint(mountPoint)) {
                 Libc.unmount(mountPoint); // left by a mount process that ended
             }
+            // recorded before anything is made: a crash from here on leaves what a restarted plugin ends
+            new SharedMount(key, request.volumeId(), mountPoint, -1, "", writable, staging, null).save();
             Files.deleteIfExists(log);
             Files.deleteIfExists(MountStarter.exitFile(log));
             List<String> env = environment();
@@ -276,6 +306,7 @@ public final class NodeVolumes {
                 argv.add("--no-sign-request");
             }
             pid = starter.start(argv, env, device, log);
+            new SharedMount(key, request.volumeId(), mountPoint, pid, "", writable, staging, credentials).save();
             Libc.close(device);
             device = -1;
             awaitMounted(pid, log, request.volumeId());
@@ -378,7 +409,10 @@ public final class NodeVolumes {
         return lines.isEmpty() ? "(no output)" : lines.getLast().strip();
     }
 
-    /** Ends a mount: unmounts it (its process sees the session end and exits), then removes its files. */
+    /**
+     * Ends a mount: unmounts it (its process sees the session end and exits), then removes its files and,
+     * once its process has ended, its staging dir (a process killed outright leaves it behind).
+     */
     private void stop(SharedMount m) {
         try {
             if (MountTable.isMountPoint(m.mountPoint())) {
@@ -387,18 +421,23 @@ public final class NodeVolumes {
         } catch (Libc.Failure e) {
             LOG.warn("cannot unmount {}: {}", m.mountPoint(), e.getMessage());
         }
-        if (m.pid() > 0) {
+        boolean ended = m.pid() <= 0 || starter.ended(m.pid(), log(m));
+        if (!ended) {
             long deadline = System.nanoTime() + EXIT_TIMEOUT.toNanos();
-            while (!starter.ended(m.pid(), log(m)) && System.nanoTime() < deadline) {
+            while (!(ended = starter.ended(m.pid(), log(m))) && System.nanoTime() < deadline) {
                 sleep(20);
             }
-            if (!starter.ended(m.pid(), log(m))) {
+            if (!ended) {
                 // its session is gone, so it ends by itself; here is only where it can be told to hurry
-                LOG.warn("mount process {} still runs {} s after its unmount", m.pid(), EXIT_TIMEOUT.toSeconds());
+                LOG.warn("mount process {} still runs {} s after its unmount; its last line: {}", m.pid(), EXIT_TIMEOUT.toSeconds(),
+                        lastLine(read(log(m))));
                 if (starter instanceof LocalStarter) {
                     ProcessHandle.of(m.pid()).ifPresent(ProcessHandle::destroy);
                 }
             }
+        }
+        if (ended) {
+            deleteTree(m.stagingDir());
         }
         remove(m);
     }

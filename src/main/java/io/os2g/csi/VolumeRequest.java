@@ -11,12 +11,12 @@ import java.util.TreeMap;
 /**
  * What one NodePublishVolume asks for: volume {@code volumeId} at {@code target}, read-only or not,
  * mounted with {@code attributes} (the volume's context, the kubelet's own {@code csi.storage.k8s.io/}
- * keys left out) and signed with {@code secrets} (the nodePublishSecretRef; empty: unsigned), or with
+ * keys left out) and the capability's {@code flags} (its mount_flags), signed with {@code secrets} (the nodePublishSecretRef; empty: unsigned), or with
  * the pod's service-account token exchanged for a role ({@code role_arn}): {@code serviceAccount}
  * ({@code namespace/name}) and {@code tokens} (audience to token) as the kubelet passes them.
  */
-record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String, String> attributes, Map<String, String> secrets,
-                     String serviceAccount, Map<String, String> tokens) {
+record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String, String> attributes, MountFlags flags,
+                     Map<String, String> secrets, String serviceAccount, Map<String, String> tokens) {
 
     /** Keys the kubelet adds to a volume's context (pod name, namespace, ephemeral, service-account tokens). */
     static final String KUBELET_PREFIX = "csi.storage.k8s.io/";
@@ -44,8 +44,8 @@ record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String,
     }
 
     /** A request from the volume's context as the kubelet sends it (its own keys read here, then left out). */
-    static VolumeRequest of(String volumeId, Path target, boolean readOnly, Map<String, String> context, Map<String, String> secrets)
-            throws CsiException {
+    static VolumeRequest of(String volumeId, Path target, boolean readOnly, Map<String, String> context, MountFlags flags,
+                            Map<String, String> secrets) throws CsiException {
         Map<String, String> tokens = new TreeMap<>();
         String json = context.get(TOKENS);
         if (json != null && !json.isBlank()) {
@@ -57,7 +57,7 @@ record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String,
             }
         }
         String account = context.containsKey(ACCOUNT) ? context.getOrDefault(NAMESPACE, "") + "/" + context.get(ACCOUNT) : "";
-        return new VolumeRequest(volumeId, target, readOnly, context, secrets, account, tokens);
+        return new VolumeRequest(volumeId, target, readOnly || flags.readOnly(), context, flags, secrets, account, tokens);
     }
 
     /** Whether the volume is signed with the pod's own identity: its service-account token for {@code role_arn}. */
@@ -70,6 +70,16 @@ record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String,
         Map<String, String> options = new TreeMap<>(attributes);
         options.keySet().removeAll(PLUGIN_ATTRIBUTES);
         return options;
+    }
+
+    /** Whether the volume takes writes: {@code allow_writes} as an attribute or a mount option. */
+    boolean allowsWrites() {
+        return "true".equals(flags.options().getOrDefault("allow_writes", attributes.get("allow_writes")));
+    }
+
+    /** The flags of the pod's bind: its mount_flags', and read-only where the pod or the volume takes no writes. */
+    long bindFlags() {
+        return flags.bindFlags() | (readOnly || !allowsWrites() ? Libc.MS_RDONLY : 0);
     }
 
     /** The pod's token for STS: the one of {@code token_audience}, or the only one the kubelet passed. */
@@ -107,7 +117,7 @@ record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String,
     }
 
     /**
-     * The shared mount this volume is served by: one per (volume, attributes, credentials), so pods of one
+     * The shared mount this volume is served by: one per (volume, attributes, mount options, credentials), so pods of one
      * volume with one secret share a mount and a changed secret gets its own.
      */
     String mountKey() {
@@ -116,6 +126,10 @@ record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String,
             update(digest, volumeId);
             for (Map.Entry<String, String> e : new TreeMap<>(attributes).entrySet()) {
                 update(digest, "a:" + e.getKey());
+                update(digest, e.getValue());
+            }
+            for (Map.Entry<String, String> e : new TreeMap<>(flags.options()).entrySet()) {
+                update(digest, "o:" + e.getKey());
                 update(digest, e.getValue());
             }
             for (Map.Entry<String, String> e : new TreeMap<>(secrets).entrySet()) {
@@ -152,6 +166,7 @@ record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String,
     @Override
     public String toString() {
         return "volume " + volumeId + " at " + target + (readOnly ? " (read-only)" : "") + ", attributes " + attributes
+                + (flags.options().isEmpty() ? "" : ", mount options " + flags.options())
                 + ", secret keys " + new TreeMap<>(secrets).keySet() + (webIdentity() ? ", web identity of " + serviceAccount : "");
     }
 }

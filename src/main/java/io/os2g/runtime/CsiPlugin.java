@@ -35,13 +35,16 @@ public final class CsiPlugin implements AutoCloseable {
     }
 
     /**
-     * Turns a volume's attributes into the words of an {@code os2g mount} command: the source
-     * ({@code BUCKET[/PREFIX]}) first, then the options, checked by the mount's own rules.
+     * Turns a volume's attributes and mount options into the words of an {@code os2g mount} command: the
+     * source ({@code BUCKET[/PREFIX]}) first, then the options, checked by the mount's own rules.
      */
     @FunctionalInterface
     public interface VolumeOptions {
-        /** @throws UsageError naming the attribute that is unknown, malformed or not allowed (the call's INVALID_ARGUMENT) */
-        List<String> of(Map<String, String> attributes);
+        /**
+         * @param options os2g options from the capability's mount_flags, in the attributes' spelling
+         * @throws UsageError naming the attribute or option that is unknown, malformed or not allowed (the call's INVALID_ARGUMENT)
+         */
+        List<String> of(Map<String, String> attributes, Map<String, String> options);
     }
 
     private final CsiServer server;
@@ -65,9 +68,9 @@ public final class CsiPlugin implements AutoCloseable {
                     + "credentials would be written to disk");
         }
         MountStarter starter = config.mounter() == null ? MountStarter.local() : new MounterClient(config.mounter());
-        MountArguments arguments = attributes -> {
+        MountArguments arguments = (attributes, options) -> {
             try {
-                return config.attributes().of(attributes);
+                return config.attributes().of(attributes, options);
             } catch (UsageError e) {
                 throw CsiException.invalid(e.getMessage());
             }

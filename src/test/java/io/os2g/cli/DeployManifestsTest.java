@@ -14,6 +14,7 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
 import io.os2g.csi.CsiServer;
+import io.os2g.csi.MountFlags;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -229,7 +230,7 @@ class DeployManifestsTest {
     }
 
     @Test
-    void theExamplesVolumesAreOnesThePluginPublishes() throws IOException {
+    void theExamplesVolumesAreOnesThePluginPublishes() throws Exception {
         VolumeAttributes attributes = new VolumeAttributes(tmp);
         int volumes = 0;
         List<Path> files;
@@ -251,9 +252,13 @@ class DeployManifestsTest {
                 assertEquals(List.of("access_key_id", "secret_access_key"), keys, file + ": the keys os2g reads");
             }
             List<JsonNode> csi = new ArrayList<>();
+            Map<JsonNode, List<String>> mountOptions = new HashMap<>();
             objects.forEach((k, v) -> {
                 if (k.startsWith("PersistentVolume/")) {
                     csi.add(v.at("/spec/csi"));
+                    List<String> flags = new ArrayList<>();
+                    v.at("/spec/mountOptions").forEach(o -> flags.add(o.asText()));
+                    mountOptions.put(v.at("/spec/csi"), flags);
                 }
                 if (k.startsWith("Pod/")) {
                     v.at("/spec/volumes").forEach(vol -> {
@@ -269,7 +274,8 @@ class DeployManifestsTest {
                 assertTrue(secrets.containsKey(volume.at("/nodePublishSecretRef/name").asText()), file + ": the secret it names");
                 Map<String, String> given = new HashMap<>();
                 volume.get("volumeAttributes").fields().forEachRemaining(e -> given.put(e.getKey(), e.getValue().asText()));
-                assertFalse(attributes.of(given).isEmpty(), file.toString()); // throws naming a bad attribute
+                MountFlags flags = MountFlags.parse(mountOptions.getOrDefault(volume, List.of()));
+                assertFalse(attributes.of(given, flags.options()).isEmpty(), file.toString()); // throws naming a bad attribute
             }
             objects.forEach((k, v) -> {
                 if (k.startsWith("PersistentVolumeClaim/")) {

@@ -364,6 +364,139 @@ class CsiPluginTest {
         awaitNoMounts();
     }
 
+    @Test
+    void aPluginKilledMidPublishLeavesNothingOnceRestartedAndUnpublished() throws Exception {
+        Path a = tmp.resolve("pods/a/volume");
+        NodeGrpc.NodeFutureStub async = NodeGrpc.newFutureStub(channel);
+        var publishing = async.nodePublishVolume(publish("vol-9", a, false));
+        // the mount process is started (recorded with its pid) and has not answered yet: the plugin dies
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        long pid;
+        while ((pid = recordedPid()) <= 0) {
+            assertTrue(System.nanoTime() < deadline && !publishing.isDone(), "the mount was never recorded: " + log());
+            Thread.sleep(5);
+        }
+        plugin.destroyForcibly().waitFor();
+        assertThrows(java.util.concurrent.ExecutionException.class, publishing::get);
+        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        startPlugin();
+        channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(tmp.resolve("csi.sock").toString()))
+                .channelType(EpollDomainSocketChannel.class).eventLoopGroup(loop).usePlaintext().build();
+        node = NodeGrpc.newBlockingStub(channel);
+        node.nodeUnpublishVolume(unpublish("vol-9", a)); // the pod was deleted meanwhile: no retry of the publish
+        awaitNoMounts();
+        deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (!ended(pid)) {
+            assertTrue(System.nanoTime() < deadline, "mount process " + pid + " still runs");
+            Thread.sleep(20);
+        }
+        assertTrue(mountDirs().isEmpty(), "the mount's state is gone");
+        assertTrue(!Files.exists(secretsDir) || list(secretsDir).isEmpty(), "no credentials file left");
+        assertTrue(!Files.exists(stagingDir) || list(stagingDir).isEmpty(), () -> "no staging region left: " + log());
+        assertTrue(log().contains("its publish did not finish"), log());
+    }
+
+    @Test
+    void statsAndUnpublishActOnlyOnTheVolumePublishedAtThePath() throws Exception {
+        Path a = tmp.resolve("pods/a/volume");
+        node.nodePublishVolume(publish("vol-10", a, false));
+        NodeGetVolumeStatsResponse stats = node.nodeGetVolumeStats(stats("vol-10", a.toString()));
+        assertFalse(stats.getVolumeCondition().getAbnormal(), stats.toString());
+        assertEquals(1, stats.getUsageCount(), stats.toString());
+        assertEquals(0, stats.getUsage(0).getTotal(), "a read-only volume has no room to fill: " + stats);
+        assertEquals(0, stats.getUsage(0).getUsed(), "and is not full: " + stats);
+
+        for (String[] asked : new String[][] {{"vol-10", "some/path"}, {"vol-10", tmp.resolve("pods/none").toString()},
+                                              {"vol-10", tmp.toString()}, {"vol-11", a.toString()}}) {
+            StatusRuntimeException e = assertThrows(StatusRuntimeException.class, () -> node.nodeGetVolumeStats(stats(asked[0], asked[1])));
+            assertEquals(Status.Code.NOT_FOUND, e.getStatus().getCode(), String.join(" at ", asked) + ": " + e.getMessage());
+        }
+        for (String[] asked : new String[][] {{"", a.toString()}, {"vol-10", ""}}) {
+            StatusRuntimeException e = assertThrows(StatusRuntimeException.class, () -> node.nodeGetVolumeStats(stats(asked[0], asked[1])));
+            assertEquals(Status.Code.INVALID_ARGUMENT, e.getStatus().getCode(), e.getMessage());
+        }
+
+        StatusRuntimeException e = assertThrows(StatusRuntimeException.class, () -> node.nodeUnpublishVolume(unpublish("vol-11", a)));
+        assertEquals(Status.Code.NOT_FOUND, e.getStatus().getCode(), e.getMessage());
+        assertArrayEquals(SMALL, Files.readAllBytes(a.resolve("train/small.bin")), "another volume's id unpublished nothing");
+
+        Path b = tmp.resolve("pods/b/volume");
+        VolumeCapability.Builder mount = VolumeCapability.newBuilder().setMount(VolumeCapability.MountVolume.getDefaultInstance());
+        assertRefused(Status.Code.INVALID_ARGUMENT, "access_mode", publish("vol-10", b, false).toBuilder().setVolumeCapability(mount).build());
+        assertRefused(Status.Code.INVALID_ARGUMENT, "access_type", publish("vol-10", b, false).toBuilder()
+                .setVolumeCapability(VolumeCapability.newBuilder().setAccessMode(VolumeCapability.AccessMode.newBuilder()
+                        .setMode(VolumeCapability.AccessMode.Mode.MULTI_NODE_READER_ONLY))).build());
+        node.nodeUnpublishVolume(unpublish("vol-10", a));
+        awaitNoMounts();
+    }
+
+    @Test
+    void mountFlagsAreMountOptionsAndTheBindsFlags() throws Exception {
+        Path a = tmp.resolve("pods/a/volume");
+        node.nodePublishVolume(withFlags(publish("vol-12", a, false, Map.of("staging_size", "64M")),
+                "allow_writes", "metadata_ttl=60,noexec", "nodev"));
+        Files.writeString(a.resolve("written.txt"), "from a pod");
+        assertEquals("from a pod", Files.readString(a.resolve("written.txt")), "allow_writes as a mount option");
+        String options = mountOptions(a);
+        assertTrue(options.contains("noexec") && !options.contains("ro,") && !options.startsWith("ro"), options);
+        NodeGetVolumeStatsResponse stats = node.nodeGetVolumeStats(stats("vol-12", a.toString()));
+        assertTrue(stats.getUsage(0).getAvailable() > 0, "a writable volume has room: " + stats);
+
+        Path b = tmp.resolve("pods/b/volume");
+        node.nodePublishVolume(withFlags(publish("vol-12", b, false, Map.of("staging_size", "64M")), "allow_writes", "metadata_ttl=60", "ro"));
+        assertTrue(mountOptions(b).startsWith("ro"), mountOptions(b));
+        assertEquals(1, mountDirs().size(), "same options, one mount: the bind's flags are each pod's");
+
+        Path c = tmp.resolve("pods/c/volume");
+        assertRefused(Status.Code.INVALID_ARGUMENT, "mount option colour", withFlags(publish("vol-13", c, false), "colour=blue"));
+        assertRefused(Status.Code.INVALID_ARGUMENT, "mount option metadata_ttl", withFlags(publish("vol-13", c, false), "metadata_ttl=5"));
+        assertRefused(Status.Code.INVALID_ARGUMENT, "mount option staging_dir", withFlags(publish("vol-13", c, false), "staging_dir=/tmp"));
+        assertRefused(Status.Code.INVALID_ARGUMENT, "mount option -o", withFlags(publish("vol-13", c, false), "-o"));
+        node.nodeUnpublishVolume(unpublish("vol-12", a));
+        node.nodeUnpublishVolume(unpublish("vol-12", b));
+        awaitNoMounts();
+    }
+
+    private static NodePublishVolumeRequest withFlags(NodePublishVolumeRequest request, String... flags) {
+        VolumeCapability capability = request.getVolumeCapability();
+        return request.toBuilder().setVolumeCapability(capability.toBuilder()
+                .setMount(capability.getMount().toBuilder().addAllMountFlags(List.of(flags)))).build();
+    }
+
+    private static NodeGetVolumeStatsRequest stats(String volume, String path) {
+        return NodeGetVolumeStatsRequest.newBuilder().setVolumeId(volume).setVolumePath(path).build();
+    }
+
+    /** The per-mount options of the mount at {@code target}, as /proc/self/mountinfo lists them. */
+    private static String mountOptions(Path target) throws IOException {
+        return Files.readAllLines(Path.of("/proc/self/mountinfo")).stream().map(l -> l.split(" "))
+                .filter(f -> f[4].equals(target.toString())).map(f -> f[5]).reduce((x, y) -> y).orElseThrow();
+    }
+
+    /** Whether process {@code pid} has ended (gone, or a zombie its new parent has not reaped yet). */
+    private static boolean ended(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+            return stat.charAt(stat.lastIndexOf(')') + 2) == 'Z';
+        } catch (IOException e) {
+            return true;
+        }
+    }
+
+    /** The pid recorded for the plugin's only mount, or -1 before there is one. */
+    private long recordedPid() throws IOException {
+        for (Path dir : mountDirs()) {
+            Path record = dir.resolve(SharedMount.FILE);
+            if (Files.exists(record)) {
+                SharedMount m = SharedMount.load(dir);
+                if (m != null && m.pid() > 0) {
+                    return m.pid();
+                }
+            }
+        }
+        return -1;
+    }
+
     private StatusRuntimeException assertRefused(Status.Code code, String words, NodePublishVolumeRequest request) {
         StatusRuntimeException e = assertThrows(StatusRuntimeException.class, () -> node.nodePublishVolume(request));
         assertEquals(code, e.getStatus().getCode(), e.getMessage());
