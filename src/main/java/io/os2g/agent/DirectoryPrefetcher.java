@@ -49,8 +49,8 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>A sweep of a tree: once two sibling directories are being read through (a shuffled sampler over
  * an ImageFolder's class folders), the whole parent is. Its subdirectories are then staged in listing
- * order, directory after directory, with no per-directory window, up to half the staging region
- * outstanding: a shuffled reader misses only what the region cannot hold ahead of it.
+ * order, directory after directory, with no per-directory window, up to three quarters of the staging
+ * region outstanding: a shuffled reader misses only what the region cannot hold ahead of it.
  */
 final class DirectoryPrefetcher {
 
@@ -141,7 +141,7 @@ final class DirectoryPrefetcher {
         this.chunkSize = chunkSize;
         this.window = window;
         this.budgetBytes = index.capacityBytes() / 4;
-        this.sweepBudgetBytes = index.capacityBytes() / 2;
+        this.sweepBudgetBytes = index.capacityBytes() * 3 / 4;
         this.sweeps = Caffeine.newBuilder().maximumSize(MAX_DIRECTORIES).expireAfterAccess(IDLE).build();
         this.directories = Caffeine.newBuilder()
                 .maximumSize(MAX_DIRECTORIES)
@@ -278,8 +278,9 @@ final class DirectoryPrefetcher {
     }
 
     /**
-     * Stages the sweep's directories in listing order, from the first with files left, until half the
-     * region is outstanding; {@code rewind}: a directory started a new pass, so look from the first again.
+     * Stages the sweep's directories in listing order, from the first with files left, until three quarters
+     * of the region is outstanding (the rest stays for misses and readahead); {@code rewind}: a directory
+     * started a new pass, so look from the first again.
      * A directory not listed yet (no reader looked it up) is passed over until it is.
      */
     private void topUp(Sweep sweep, boolean rewind) {

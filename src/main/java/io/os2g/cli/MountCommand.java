@@ -95,7 +95,7 @@ final class MountCommand implements Callable<Integer> {
     String maxReadahead;
 
     @Option(names = "--dir-prefetch", paramLabel = "N", defaultValue = "256",
-            description = "Small files of a directory being read through to stage ahead of their open, per directory (a tree swept across sibling directories is staged whole, up to half the region; with --cache-dir the directory is also filled into the disk cache); 0 turns both off (default: ${DEFAULT-VALUE}).")
+            description = "Small files of a directory being read through to stage ahead of their open, per directory (a tree swept across sibling directories is staged whole, up to three quarters of the region; with --cache-dir the directory is also filled into the disk cache); 0 turns both off (default: ${DEFAULT-VALUE}).")
     int dirPrefetch;
 
     @Option(names = "--expand-tar",
