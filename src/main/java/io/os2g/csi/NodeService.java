@@ -85,7 +85,7 @@ final class NodeService extends NodeGrpc.NodeImplBase {
             required("volume_id", request.getVolumeId());
             required("volume_path", request.getVolumePath());
             Path path = Path.of(request.getVolumePath());
-            if (!path.isAbsolute() || !path.normalize().equals(path)) {
+            if (!absoluteNormalized(path)) {
                 throw new CsiException(io.grpc.Status.Code.NOT_FOUND, "volume " + request.getVolumeId() + " is not published at "
                         + request.getVolumePath() + " (not an absolute, normalized path)");
             }
@@ -154,9 +154,13 @@ final class NodeService extends NodeGrpc.NodeImplBase {
     private static Path target(String field, String value) throws CsiException {
         required(field, value);
         Path path = Path.of(value);
-        if (!path.isAbsolute() || !path.normalize().equals(path)) {
+        if (!absoluteNormalized(path)) {
             throw CsiException.invalid(field + " must be an absolute, normalized path: " + value);
         }
         return path;
+    }
+
+    private static boolean absoluteNormalized(Path path) {
+        return path.isAbsolute() && path.normalize().equals(path);
     }
 }

@@ -11,9 +11,10 @@ import java.util.TreeMap;
 /**
  * What one NodePublishVolume asks for: volume {@code volumeId} at {@code target}, read-only or not,
  * mounted with {@code attributes} (the volume's context, the kubelet's own {@code csi.storage.k8s.io/}
- * keys left out) and the capability's {@code flags} (its mount_flags), signed with {@code secrets} (the nodePublishSecretRef; empty: unsigned), or with
- * the pod's service-account token exchanged for a role ({@code role_arn}): {@code serviceAccount}
- * ({@code namespace/name}) and {@code tokens} (audience to token) as the kubelet passes them.
+ * keys left out) and the capability's {@code flags} (its mount_flags), signed with {@code secrets} (the
+ * nodePublishSecretRef; empty: unsigned), or with the pod's service-account token exchanged for a role
+ * ({@code role_arn}): {@code serviceAccount} ({@code namespace/name}) and {@code tokens} (audience to
+ * token) as the kubelet passes them.
  */
 record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String, String> attributes, MountFlags flags,
                      Map<String, String> secrets, String serviceAccount, Map<String, String> tokens) {
@@ -117,8 +118,8 @@ record VolumeRequest(String volumeId, Path target, boolean readOnly, Map<String,
     }
 
     /**
-     * The shared mount this volume is served by: one per (volume, attributes, mount options, credentials), so pods of one
-     * volume with one secret share a mount and a changed secret gets its own.
+     * The shared mount this volume is served by: one per (volume, attributes, mount options, credentials),
+     * so pods of one volume with one secret share a mount and a changed secret gets its own.
      */
     String mountKey() {
         try {

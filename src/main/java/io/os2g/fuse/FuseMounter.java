@@ -17,6 +17,9 @@ import java.util.regex.Pattern;
  */
 public final class FuseMounter {
 
+    private static final String SUBTYPE = "os2g";
+    /** The type of a mount made for another process to serve ({@link #mountForAnother}). */
+    public static final String TYPE = "fuse." + SUBTYPE;
     private static final long MS_NOSUID = 2;
     private static final long MS_NODEV = 4;
     private static final long MS_RDONLY = 1;
@@ -110,9 +113,6 @@ public final class FuseMounter {
         }
     }
 
-    /** The type of a mount made for another process to serve ({@link #mountForAnother}). */
-    public static final String TYPE = "fuse.os2g";
-
     /**
      * Mounts as root (mount(2), fd=N) for another process to serve: it gets the descriptor as
      * {@code /dev/fd/N} ({@link #preOpened}). Any user may enter; the kernel checks file modes.
@@ -121,7 +121,7 @@ public final class FuseMounter {
      */
     public static int mountForAnother(Path mountPoint, String source, boolean readOnly) {
         String options = withMaxRead("allow_other,default_permissions", PipedReply.largestRead(Native.pageSize()));
-        int fd = mountAsRoot(mountPoint, source, TYPE.substring("fuse.".length()), options, 0, 0);
+        int fd = mountAsRoot(mountPoint, source, SUBTYPE, options, 0, 0);
         if (readOnly) {
             // the mount itself read-only too, so that no bind of it can be made writable
             if (Native.mount("none", mountPoint.toString(), null, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, null) != 0) {
