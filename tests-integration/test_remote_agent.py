@@ -263,6 +263,45 @@ def test_agent_killed_staged_files_serve_others_fail_then_recover(dpu):
         m.stop()
 
 
+def test_a_file_written_across_an_agent_restart_is_eio_and_not_published(dpu):
+    m = RemoteMount(dpu, ["--allow-writes"])
+    try:
+        (m.path / "ckpt").mkdir(exist_ok=True)
+        racing, after = m.path / "ckpt/racing.bin", m.path / "ckpt/after.bin"
+        part = payload(9 * 1024 * 1024, 11)  # more than one 8 MiB part: one is uploaded before the kill
+        failed = None
+        f = open(racing, "wb", buffering=0)
+        try:
+            f.write(part)
+            dpu.kill_agent()
+            dpu.start_agent()
+            f.write(part)
+            os.fsync(f.fileno())
+        except OSError as e:
+            failed = e.errno
+        finally:
+            try:
+                f.close()
+            except OSError as e:
+                failed = failed or e.errno
+        assert failed == errno.EIO, "the upload was the killed agent's: the writer is told"
+        body = payload(3 * 1024 * 1024 + 5, 12)
+        deadline = time.time() + 30
+        while True:  # the shim reconnects; then writes publish again
+            try:
+                after.write_bytes(body)
+                break
+            except OSError:
+                assert time.time() < deadline, m.output()
+                time.sleep(0.5)
+        assert after.read_bytes() == body
+        stored = dpu.work / "s3" / BUCKET / "ckpt"
+        assert (stored / "after.bin").exists() and not (stored / "racing.bin").exists(), "nothing of the racing file published"
+        assert read_errno(racing) == errno.ENOENT
+    finally:
+        m.stop()
+
+
 def test_link_cut_staged_files_serve_others_fail_then_recover(dpu):
     m = RemoteMount(dpu)
     try:
