@@ -44,21 +44,27 @@ def drop_caches():
 class Target:
     """A way to present the bucket as a directory: a mount command, or the local copy."""
 
-    def __init__(self, name, flags, command, env=None, agent=None, cache_dir=None, direct=None, writes=False):
+    def __init__(self, name, flags, command, env=None, agent=None, cache_dir=None, direct=None, writes=False, only=None, server_pid=None):
         """agent: for os2g's split mode, the command of the agent process the mount connects to.
         cache_dir: a target of the disk cache workloads (the set larger than memory), whose disk cache is
         this directory, emptied before each workload (None: the other workloads' targets).
         direct: no mount; the sequential and first-byte workloads GET from this endpoint with curl.
-        writes: a target of the write workloads only (a mount that takes writes, or boto3's uploads)."""
+        writes: a target of the write workloads only (a mount that takes writes, or boto3's uploads).
+        only: the workloads this target runs, when not all of its kind.
+        server_pid: the S3 server it reads from, when not the run's."""
         self.name, self.flags, self.command, self.env, self.agent = name, flags, command, env or {}, agent
         self.cache_dir = cache_dir
         self.direct = direct
         self.writes = writes
+        self.only = only
+        self.server_pid = server_pid
         self.agent_proc = None
 
     def runs(self, label):
         """Whether this target runs workload `label`: the write ones on the write targets only, the *-cache
         ones on the local copy and the disk cache targets, the others on the rest."""
+        if self.only is not None:
+            return label in self.only
         if self.writes or label in WRITE_WORKLOADS:
             return self.writes and label in WRITE_WORKLOADS
         if self.direct:
@@ -135,7 +141,7 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def targets(endpoint, data, work, quick):
+def targets(endpoint, data, work, quick, https=None):
     passwd = work / "s3fs.passwd"
     passwd.write_text(f"{KEY}:{SECRET}\n")
     passwd.chmod(0o600)
@@ -160,6 +166,7 @@ def targets(endpoint, data, work, quick):
                           "--buffer-size", "32M"], rclone_env),
         *cache_targets(str(ROOT / "os2g"), endpoint, work, creds, s3fs_base, rclone_env),
         *write_targets(str(ROOT / "os2g"), endpoint, work, creds, s3fs_base, rclone_env),
+        *(https_targets(str(ROOT / "os2g"), https, work, creds) if https else []),
         # the store's own speed from this machine: parallel ranged GETs with curl, no file system
         Target("direct", "curl, 8 ranged GETs of 8 MiB in flight (no mount)", None, direct=endpoint),
         Target("local", "local copy, run last (the ceiling)", None),
@@ -240,6 +247,73 @@ def link_certs(work):
                             "-out", f"{name}.pem", "-days", "30"], cwd=d, check=True, capture_output=True)
     flags = lambda name: ["--link-cert", str(d / f"{name}.pem"), "--link-key", str(d / f"{name}.key"), "--link-ca", str(d / "ca.pem")]
     return flags("agent"), flags("shim")
+
+
+# what the store-over-HTTPS pair runs: the link's workloads, TLS to the store in the mount or in the agent
+HTTPS_WORKLOADS = ("small-4", "seq-4", "dataloader")
+
+
+def keytool():
+    java_home = os.environ.get("JAVA_HOME") or "/usr/lib/jvm/temurin-25-jdk-amd64"
+    for candidate in [f"{java_home}/bin/keytool", *sorted(Path("/usr/lib/jvm").glob("*/bin/keytool"))]:
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    raise RuntimeError("no keytool in JAVA_HOME or /usr/lib/jvm")
+
+
+class HttpsStore:
+    """The same dataset served over HTTPS by a second server (a self-signed key; its certificate is
+    the CA the targets are given): for the pair that shows where TLS to the store is paid."""
+
+    def __init__(self, data, work, latency_ms):
+        d = work / "https-store"
+        d.mkdir()
+        keystore, self.ca = d / "server.p12", d / "ca.pem"
+        subprocess.run([keytool(), "-genkeypair", "-keystore", str(keystore), "-storetype", "PKCS12", "-storepass", "os2g-demo",
+                        "-keypass", "os2g-demo", "-alias", "s3", "-keyalg", "EC", "-groupname", "secp256r1", "-validity", "2",
+                        "-dname", "CN=127.0.0.1", "-ext", "SAN=ip:127.0.0.1"], check=True, capture_output=True)
+        subprocess.run([keytool(), "-exportcert", "-rfc", "-keystore", str(keystore), "-storepass", "os2g-demo", "-alias", "s3",
+                        "-file", str(self.ca)], check=True, capture_output=True)
+        log = d / "server.log"
+        self.proc = subprocess.Popen([str(ROOT / "os2g"), "s3-server", "--dir", str(data / "s3"), "--latency-ms", str(latency_ms),
+                                      "--tls-keystore", str(keystore)], stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                                     env={**os.environ, "OS2G_JAVA_OPTS": "-XX:TieredStopAtLevel=4"})
+        deadline = time.time() + 60
+        while not log.read_text().startswith("endpoint ") and "\nendpoint " not in log.read_text():
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"the HTTPS server did not start: {log.read_text()}")
+            time.sleep(0.1)
+        self.endpoint = next(line.split()[1] for line in log.read_text().splitlines() if line.startswith("endpoint "))
+        # warmed as the main server is, so that neither target of the pair pays its JIT
+        sys.path.insert(0, str(HERE))
+        import boto3
+        import seed
+        s3 = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
+                          region_name="us-east-1", verify=str(self.ca))
+        seed.warm_server(s3, "bench", self.proc.pid)
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
+def https_targets(launcher, store, work, creds):
+    """In process and with the agent over TCP, the store over HTTPS: TLS to the store moves to the agent."""
+    trust = ["--ca-bundle", str(store.ca)]
+    agent_certs, shim_certs = link_certs(work)
+    address = "tcp://127.0.0.1:17090"
+    return [
+        Target("os2g-https", "the store over HTTPS, in process", lambda m: [launcher, "mount", "bench", str(m), "--endpoint",
+               store.endpoint, *trust, "--expand-tar", "--decompress"], creds, only=HTTPS_WORKLOADS,
+               server_pid=store.proc.pid),
+        Target("os2g-net-plain-https", "the store over HTTPS from the agent; agent over TCP on loopback, mutual TLS, "
+               "--link-encryption off, on core 1",
+               lambda m: [launcher, "mount", "bench", str(m), "--agent", address, *shim_certs, "--link-encryption", "off",
+                          "--expand-tar", "--decompress"], creds,
+               agent=[*(["taskset", "-c", "1"] if (os.cpu_count() or 1) > 1 else []), launcher, "agent", "--listen", address,
+                      *agent_certs, "--link-encryption", "off", "--endpoint", store.endpoint, *trust, "--cpus", "1"], only=HTTPS_WORKLOADS,
+               server_pid=store.proc.pid),
+    ]
 
 
 def os2g_targets(launcher, suffix, endpoint, work, creds):
@@ -358,7 +432,11 @@ def main():
     with open(a.results, "a" if a.only else "w") as out:
         if not a.only:
             out.write(json.dumps({"meta": meta}) + "\n")
-        for target in targets(a.endpoint, a.data, work, a.quick or a.default_flags):
+        wanted = set(a.workloads.split(",")) if a.workloads else set(HTTPS_WORKLOADS)
+        https = None
+        if not (a.quick or a.default_flags) and wanted & set(HTTPS_WORKLOADS) and a.only in (None, "os2g-https", "os2g-net-plain-https"):
+            https = HttpsStore(a.data, work, a.latency_ms)
+        for target in targets(a.endpoint, a.data, work, a.quick or a.default_flags, https):
             if a.only and target.name != a.only:
                 continue
             if a.warm_agent and target.agent is not None:
@@ -384,7 +462,7 @@ def main():
                 agent_pid = target.agent_proc.pid if target.agent_proc is not None else 0
                 try:
                     agent_cpu0 = cpu_seconds(agent_pid) if agent_pid else 0
-                    r = subprocess.run([PY, str(HERE / "workloads.py"), str(root), str(pid), *args, "--server-pid", str(a.server_pid),
+                    r = subprocess.run([PY, str(HERE / "workloads.py"), str(root), str(pid), *args, "--server-pid", str(target.server_pid or a.server_pid),
                                         "--agent-pid", str(agent_pid), *(["--direct", target.direct] if target.direct else []),
                                         *(["--endpoint", a.endpoint] if label in WRITE_WORKLOADS else [])],
                                        capture_output=True, text=True, timeout=WORKLOAD_TIMEOUT_S)
@@ -405,6 +483,8 @@ def main():
                 print(f"{target.name:10} {target.flags[:30]:30} {label:10} "
                       + (row.get("error") or _summary(row)), flush=True)
             target.close()
+    if https:
+        https.close()
     shutil.rmtree(work, ignore_errors=True)
 
 

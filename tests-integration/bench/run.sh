@@ -9,6 +9,8 @@
 # --default-flags runs each peer with its default flags only, at full size. --warm-agent FILES: the split
 # target's agent serves one unmeasured job of FILES small files first, as a running os2g-agent.service
 # has (without it, its first measured workload is the agent's first job: its JIT warms up on its one core).
+# Without --quick, a second server serves the same data over HTTPS (a self-signed key) for one pair,
+# os2g-https and os2g-net-plain-https, on small-4, seq-4 and dataloader: where TLS to the store is paid.
 set -euo pipefail
 here="$(cd "$(dirname "$(readlink -f "$0")")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
