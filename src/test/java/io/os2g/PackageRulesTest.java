@@ -38,14 +38,15 @@ class PackageRulesTest {
             Map.entry("staging", Set.of("")),
             Map.entry("diskcache", Set.of("")),
             Map.entry("store", Set.of("")),
+            Map.entry("sharedcache", Set.of("", "diskcache", "store")), // blocks keyed as the disk's, through the store client
             Map.entry("namespace", Set.of("", "store")), // its listing interface, which store and link provide
-            Map.entry("agent", Set.of("", "namespace", "staging", "store", "codec", "diskcache")),
+            Map.entry("agent", Set.of("", "namespace", "staging", "store", "codec", "diskcache", "sharedcache")),
             Map.entry("link", Set.of("", "agent", "namespace", "staging", "store")),
             Map.entry("agentreplies", Set.of("", "fuse", "link", "agent", "namespace", "staging")),
             Map.entry("host", Set.of("", "fuse", "link", "namespace", "staging", "metrics")),
             Map.entry("csi", Set.of("", "fuse")), // mounting for another process
             Map.entry("runtime", Set.of("", "fuse", "host", "link", "agentreplies", "agent", "namespace", "staging", "store",
-                    "codec", "metrics", "diskcache", "csi")),
+                    "codec", "metrics", "diskcache", "sharedcache", "csi")),
             Map.entry("cli", Set.of("", "runtime")));
 
     @Test

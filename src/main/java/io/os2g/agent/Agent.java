@@ -4,6 +4,7 @@ import com.github.benmanes.caffeine.cache.Ticker;
 import io.os2g.Errno;
 import io.os2g.diskcache.BlockKey;
 import io.os2g.diskcache.DiskCache;
+import io.os2g.sharedcache.SharedCache;
 import io.os2g.namespace.Directory;
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
@@ -66,17 +67,23 @@ public final class Agent implements AutoCloseable {
      * @param cacheScope the store and bucket the cache's keys name (endpoint and bucket)
      */
     public Agent(ObjectStore store, ExtentIndex index, AgentConfig config, Namespace namespace, DiskCache cache, String cacheScope) {
-        this(store, index, config, namespace, cache, cacheScope, Ticker.systemTicker());
+        this(store, index, config, namespace, cache, null, cacheScope);
+    }
+
+    /** @param shared the cluster's tier below the disk cache (null for none), shared with other nodes */
+    public Agent(ObjectStore store, ExtentIndex index, AgentConfig config, Namespace namespace, DiskCache cache, SharedCache shared,
+                 String cacheScope) {
+        this(store, index, config, namespace, cache, shared, cacheScope, Ticker.systemTicker());
     }
 
     /** @param clock what time-bound memories (a failed fetch's) are measured by; tests move it on */
-    Agent(ObjectStore store, ExtentIndex index, AgentConfig config, Namespace namespace, DiskCache cache, String cacheScope,
-          Ticker clock) {
+    Agent(ObjectStore store, ExtentIndex index, AgentConfig config, Namespace namespace, DiskCache cache, SharedCache shared,
+          String cacheScope, Ticker clock) {
         this.config = config;
         this.layout = new ChunkLayout(config.chunkSize());
         this.cache = cache;
         this.cacheScope = cacheScope;
-        this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight(), cache, cacheScope, clock);
+        this.fetcher = new ChunkFetcher(store, index, layout, config.maxInFlight(), cache, shared, cacheScope, clock);
         this.index = index;
         this.maxReadahead = Math.max(config.initialReadahead(), Math.min(config.maxReadahead(), index.capacityBytes() / 4));
         this.prefetcher = new DirectoryPrefetcher(namespace, fetcher, placements(store),
@@ -248,6 +255,11 @@ public final class Agent implements AutoCloseable {
     /** Chunks staged from the disk cache rather than the store. */
     public long chunksFromDisk() {
         return fetcher.chunksFromDisk();
+    }
+
+    /** The cluster's tier below the disk cache, or null. */
+    public SharedCache sharedCache() {
+        return fetcher.sharedCache();
     }
 
     public long fetchedChunks() {

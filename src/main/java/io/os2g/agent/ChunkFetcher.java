@@ -11,6 +11,7 @@ import io.os2g.staging.ExtentIndex;
 import io.os2g.staging.Reservation;
 import io.os2g.diskcache.BlockKey;
 import io.os2g.diskcache.DiskCache;
+import io.os2g.sharedcache.SharedCache;
 import io.os2g.staging.StagedChunk;
 import io.os2g.staging.StagingView;
 import io.os2g.store.ObjectStore;
@@ -64,8 +65,9 @@ final class ChunkFetcher implements AutoCloseable {
     private volatile long chunkFetchNanos;
     private final Cache<Version, Throwable> recentFailures;
 
-    /** The disk tier below staging, or null; and the store and bucket its keys name. */
+    /** The disk tier below staging, or null; the cluster's tier below it (its own counters), or null; the store and bucket their keys name. */
     private final DiskCache cache;
+    private final SharedCache shared;
     private final String cacheScope;
     private final LongAdder fromDisk = new LongAdder();
     /** GETs of whole small files straight into the disk cache, ahead of their readers ({@link #fill}). */
@@ -80,14 +82,15 @@ final class ChunkFetcher implements AutoCloseable {
     static final int FILLS_IN_FLIGHT = 8;
 
     /** @param clock what {@link #FAILURE_MEMORY} is measured by (tests move it on) */
-    ChunkFetcher(ObjectStore store, ExtentIndex index, ChunkLayout layout, int maxInFlight, DiskCache cache, String cacheScope,
-                 Ticker clock) {
+    ChunkFetcher(ObjectStore store, ExtentIndex index, ChunkLayout layout, int maxInFlight, DiskCache cache, SharedCache shared,
+                 String cacheScope, Ticker clock) {
         this.recentFailures = Caffeine.newBuilder().expireAfterWrite(FAILURE_MEMORY).maximumSize(4096).ticker(clock).build();
         this.store = store;
         this.index = index;
         this.layout = layout;
         this.queue = new FetchQueue(executor, maxInFlight);
         this.cache = cache;
+        this.shared = shared;
         this.cacheScope = cacheScope;
     }
 
@@ -185,30 +188,40 @@ final class ChunkFetcher implements AutoCloseable {
 
     private void fetchRun(String container, List<RunMember> run) {
         List<Reservation> reservations = new ArrayList<>(run.size());
+        List<RunMember> fromTier = new ArrayList<>();
         try {
             try {
+                // the shared tier first, member by member: what it holds is left out of the origin's GET
+                List<RunMember> fromOrigin = shared == null ? run : fromSharedTier(run, fromTier);
                 long bytes = 0;
-                for (RunMember m : run) {
+                for (RunMember m : fromOrigin) {
                     reservations.add(index.reserve((int) m.file().size()));
                     bytes += m.file().size();
                 }
-                long start = run.getFirst().offset();
-                long end = run.getLast().offset() + run.getLast().file().size();
-                store.get(container, start, end - start, run.getFirst().file().etag(), body -> {
-                    long position = start;
-                    for (int i = 0; i < run.size(); i++) {
-                        body.skipNBytes(run.get(i).offset() - position);
-                        reservations.get(i).fill(BoundedInputStream.builder().setInputStream(body)
-                                .setMaxCount(run.get(i).file().size()).setPropagateClose(false).get());
-                        position = run.get(i).offset() + run.get(i).file().size();
+                if (!fromOrigin.isEmpty()) {
+                    long start = fromOrigin.getFirst().offset();
+                    long end = fromOrigin.getLast().offset() + fromOrigin.getLast().file().size();
+                    store.get(container, start, end - start, fromOrigin.getFirst().file().etag(), body -> {
+                        long position = start;
+                        for (int i = 0; i < fromOrigin.size(); i++) {
+                            body.skipNBytes(fromOrigin.get(i).offset() - position);
+                            reservations.get(i).fill(BoundedInputStream.builder().setInputStream(body)
+                                    .setMaxCount(fromOrigin.get(i).file().size()).setPropagateClose(false).get());
+                            position = fromOrigin.get(i).offset() + fromOrigin.get(i).file().size();
+                        }
+                    });
+                    for (int i = 0; i < fromOrigin.size(); i++) {
+                        reservations.get(i).publish(fromOrigin.get(i).key(), fromOrigin.get(i).file().etag());
                     }
-                });
-                for (int i = 0; i < run.size(); i++) {
-                    reservations.get(i).publish(run.get(i).key(), run.get(i).file().etag());
+                    reservations.clear();
+                    fetched.add(fromOrigin.size());
+                    fetchedBytes.add(bytes);
+                    if (shared != null) {
+                        for (RunMember m : fromOrigin) {
+                            admitTo(shared::admit, memberBlock(m), m.key(), m.file().etag());
+                        }
+                    }
                 }
-                reservations.clear();
-                fetched.add(run.size());
-                fetchedBytes.add(bytes);
             } finally {
                 run.getFirst().done().releaseSlot();
             }
@@ -221,8 +234,32 @@ final class ChunkFetcher implements AutoCloseable {
             }
             LOG.debug("fetch of {} files of {} failed: {}", run.size(), container, t.toString());
             // not remembered as failures: a reader that asks again fetches its own file alone
-            finish(run, t);
+            finish(fromTier, null);
+            List<RunMember> rest = new ArrayList<>(run);
+            rest.removeAll(fromTier);
+            finish(rest, t);
         }
+    }
+
+    /** Stages the members of {@code run} that the shared tier holds (into {@code staged}); returns the others. */
+    private List<RunMember> fromSharedTier(List<RunMember> run, List<RunMember> staged) {
+        List<RunMember> others = new ArrayList<>(run.size());
+        for (RunMember m : run) {
+            Reservation r = index.reserve((int) m.file().size());
+            if (shared.read(memberBlock(m), r::fill)) {
+                r.publish(m.key(), m.file().etag());
+                staged.add(m);
+            } else {
+                r.cancel();
+                others.add(m);
+            }
+        }
+        return others;
+    }
+
+    /** A member's block: the whole of it, under its own key (the view's), not its container's. */
+    private BlockKey memberBlock(RunMember m) {
+        return new BlockKey(cacheScope, m.file().key(), m.file().etag(), 0, m.file().size());
     }
 
     private void finish(List<RunMember> run, Throwable failure) {
@@ -241,10 +278,12 @@ final class ChunkFetcher implements AutoCloseable {
                     int length = layout.length(file.size(), key.index());
                     reservation = index.reserve(length);
                     Reservation target = reservation;
-                    // tiers: the disk cache, then the store (and the disk cache keeps what the store gave)
-                    BlockKey block = cache == null ? null : new BlockKey(cacheScope, file.key(), file.etag(), layout.start(key.index()), length);
-                    boolean onDisk = block != null && cache.read(block, target::fill);
-                    if (!onDisk) {
+                    // tiers: the disk cache, the shared tier, then the store; each tier keeps what the ones below gave
+                    BlockKey block = cache == null && shared == null ? null
+                            : new BlockKey(cacheScope, file.key(), file.etag(), layout.start(key.index()), length);
+                    boolean onDisk = cache != null && cache.read(block, target::fill);
+                    boolean inShared = !onDisk && shared != null && shared.read(block, target::fill);
+                    if (!onDisk && !inShared) {
                         // readable as the body arrives; a disk block or a decoded view is not: its checksum is known at its end
                         boolean decoded = store.decodes(file.key());
                         if (!decoded) {
@@ -258,14 +297,17 @@ final class ChunkFetcher implements AutoCloseable {
                     }
                     if (onDisk) {
                         fromDisk.increment();
-                    } else {
+                    } else if (!inShared) {
                         fetched.increment();
                         fetchedBytes.add(length);
                     }
                     target.publish(key, file.etag());
                     reservation = null;
-                    if (!onDisk && block != null) {
-                        admit(block, key, file.etag());
+                    if (!onDisk && cache != null) {
+                        admitTo(cache::admit, block, key, file.etag());
+                    }
+                    if (!onDisk && !inShared && shared != null) {
+                        admitTo(shared::admit, block, key, file.etag());
                     }
                 }
             } finally {
@@ -334,13 +376,22 @@ final class ChunkFetcher implements AutoCloseable {
                     try {
                         if (!index.view().contains(key, file.etag()) && !inFlight.containsKey(key) && !cache.contains(block)) {
                             byte[] bytes = new byte[(int) file.size()];
-                            store.get(file.key(), 0, file.size(), file.etag(), body -> {
+                            ObjectStore.BodyReader whole = body -> {
                                 if (body.readNBytes(bytes, 0, bytes.length) != bytes.length) {
                                     throw new EOFException("body ended early: " + file.key());
                                 }
-                            });
-                            fetched.increment();
-                            fetchedBytes.add(bytes.length);
+                            };
+                            if (shared == null || !shared.read(block, whole::read)) {
+                                store.get(file.key(), 0, file.size(), file.etag(), whole);
+                                fetched.increment();
+                                fetchedBytes.add(bytes.length);
+                                if (shared != null) {
+                                    shared.admit(block, target -> {
+                                        target.put(bytes);
+                                        return true;
+                                    });
+                                }
+                            }
                             filled.increment();
                             cache.put(block, ByteBuffer.wrap(bytes)); // on disk before a waiting reader looks
                         }
@@ -367,20 +418,19 @@ final class ChunkFetcher implements AutoCloseable {
         return filled.sum();
     }
 
-    /** The staged bytes of {@code key} into {@code target} (the disk cache's writer); false once they are evicted. */
     /**
-     * Hands a chunk just staged to the disk cache's writer, pinned until written: unpinned, a small
-     * region could evict it before the writer's turn and the block would never reach the disk. The
-     * pins are bounded by the writer's queue (a full queue writes in this thread).
+     * Hands a chunk just staged to a tier's writer ({@code tier}: the disk cache's or the shared tier's),
+     * pinned until written: unpinned, a small region could evict it before the writer's turn and the
+     * block would never be written. The pins are bounded by the writer's queue.
      */
-    private void admit(BlockKey block, ChunkKey key, String etag) {
+    private void admitTo(java.util.function.BiConsumer<BlockKey, DiskCache.BlockSource> tier, BlockKey block, ChunkKey key, String etag) {
         StagingView view = index.view();
         StagedChunk chunk = view.acquire(key, etag);
         if (chunk == null) {
             return; // replaced or evicted already
         }
         java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
-        cache.admit(block, new DiskCache.BlockSource() {
+        tier.accept(block, new DiskCache.BlockSource() {
             @Override
             public boolean copyTo(ByteBuffer target) {
                 view.copyOut(chunk, 0, java.lang.foreign.MemorySegment.ofBuffer(target), 0, target.remaining());
@@ -398,6 +448,11 @@ final class ChunkFetcher implements AutoCloseable {
 
     long chunksFromDisk() {
         return fromDisk.sum();
+    }
+
+    /** The shared tier, or null. */
+    SharedCache sharedCache() {
+        return shared;
     }
 
     long fetchedChunks() {

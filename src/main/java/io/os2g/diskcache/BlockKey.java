@@ -19,12 +19,12 @@ public record BlockKey(String scope, String key, String etag, long offset, long 
     }
 
     /** The key as one line, stored in the block file and compared on read (a hash collision is a miss). */
-    String canonical() {
+    public String canonical() {
         return scope + '\n' + key + '\n' + etag + '\n' + offset + '\n' + length;
     }
 
     /** The block file's name: SHA-256 of {@link #canonical}, in hex. */
-    String fileName() {
+    public String fileName() {
         try {
             byte[] digest = MessageDigest.getInstance("SHA-256").digest(canonical().getBytes(StandardCharsets.UTF_8));
             return HexFormat.of().formatHex(digest);

@@ -2,22 +2,16 @@ package io.os2g.agent;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.os2g.diskcache.DiskCache;
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
-import io.os2g.staging.ChunkKey;
 import io.os2g.staging.ExtentIndex;
-import io.os2g.staging.StagedChunk;
 import io.os2g.staging.StagingConfig;
 import io.os2g.staging.StagingRegion;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.support.S3Fixture;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -98,25 +92,7 @@ class AgentDiskCacheTest {
 
     /** Reads the whole file through the agent, chunk by chunk, from its staging region. */
     private static byte[] read(Rig r, Node.File f) throws Exception {
-        long handle = r.agent().open(f.inode(), f.key(), f.etag(), f.size());
-        byte[] out = new byte[(int) f.size()];
-        for (long c = 0; c * CHUNK < f.size(); c++) {
-            StagedChunk s = null;
-            for (int attempt = 0; s == null && attempt < 10; attempt++) { // the small region may evict it before it is pinned
-                r.agent().stage(handle, c * CHUNK, CHUNK).get(30, TimeUnit.SECONDS);
-                s = r.index().view().acquire(new ChunkKey(f.inode(), c), f.etag());
-            }
-            assertNotNull(s, "chunk " + c + " staged");
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment m = arena.allocate(s.length());
-                r.index().view().copyOut(s, 0, m, 0, s.length());
-                MemorySegment.copy(m, ValueLayout.JAVA_BYTE, 0, out, (int) (c * CHUNK), (int) s.length());
-            } finally {
-                r.index().view().release(s);
-            }
-        }
-        r.agent().release(handle);
-        return out;
+        return StagedReads.read(r.agent(), r.index(), f, CHUNK);
     }
 
     @Test

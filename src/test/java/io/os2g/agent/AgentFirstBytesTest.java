@@ -104,7 +104,7 @@ class AgentFirstBytesTest {
         index = new ExtentIndex(region, CHUNK);
         namespace = new Namespace(store, "", Duration.ofMinutes(5));
         // no readahead beyond the chunk read: one GET per test
-        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 64 * 1024, 8, 0), namespace, null, null, clock::get);
+        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 64 * 1024, 8, 0), namespace, null, null, null, clock::get);
     }
 
     @AfterEach

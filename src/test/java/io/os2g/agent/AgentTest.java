@@ -65,7 +65,7 @@ class AgentTest {
         region = StagingRegion.create(StagingConfig.of(tmp.resolve("staging"), 8L << 20, Duration.ofSeconds(5)));
         index = new ExtentIndex(region, CHUNK);
         namespace = new Namespace(store, "", Duration.ofMinutes(5));
-        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 0), namespace, null, null, clock::get);
+        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 0), namespace, null, null, null, clock::get);
     }
 
     @AfterEach

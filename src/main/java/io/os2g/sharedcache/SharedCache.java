@@ -1,0 +1,334 @@
+package io.os2g.sharedcache;
+
+import io.os2g.WarningLimiter;
+import io.os2g.diskcache.BlockKey;
+import io.os2g.diskcache.DiskCache;
+import io.os2g.store.MinioObjectStore;
+import io.os2g.store.ObjectUploads;
+import io.os2g.store.StoreException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+import java.util.zip.CRC32C;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The cluster's tier below each node's disk cache: blocks of origin objects kept as objects of a cache
+ * bucket on an S3-compatible store near the GPUs, so that a node reads what another node fetched.
+ *
+ * <p>A block's object is named by the SHA-256 of its {@link BlockKey} (origin endpoint and bucket, key,
+ * ETag, range): a changed object is never served stale. It holds a header (magic, that name's digest,
+ * the length, a CRC32C of the bytes) and the bytes; a read checks all of it, and a block that does not
+ * verify is counted and not used (the origin's copy replaces it). Writes go behind the reads, on a
+ * few threads of their own with a bounded queue: a full queue drops the block (counted), never slows a
+ * read. A tier that fails (unreachable, slow, refusing) is bypassed for {@link #BYPASS}, with one
+ * rate-limited warning; reads go to the origin meanwhile. Eviction belongs to the cache bucket (a
+ * lifecycle rule).
+ */
+public final class SharedCache implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(SharedCache.class);
+    /** The layout's directory under the prefix: another layout would be another name. */
+    static final String LAYOUT = "os2g-blocks-v1/";
+    static final byte[] MAGIC = "OS2GBLK1".getBytes(StandardCharsets.US_ASCII);
+    /** Magic, the name's SHA-256, the length, the CRC32C of the bytes. */
+    static final int HEADER = 8 + 32 + 8 + 4;
+    /** How long a failing tier is left alone. */
+    static final Duration BYPASS = Duration.ofSeconds(10);
+    /** Blocks waiting to be written, at most; more are dropped. */
+    static final int WRITE_QUEUE = 256;
+    /**
+     * Bytes of blocks queued or being written, at most; more are dropped. Each holds its staged chunk
+     * pinned until copied, so this bounds what the writers keep from eviction.
+     */
+    static final long WRITE_BYTES = 64L << 20;
+    /** PUTs in flight at once. */
+    static final int WRITERS = 8;
+
+    /** Counters of the tier, read at one moment. */
+    public record Counters(long hits, long misses, long bytesRead, long writes, long bytesWritten, long writeDrops,
+                           long badBlocks, long errors, boolean bypassed) {
+        public static final Counters NONE = new Counters(0, 0, 0, 0, 0, 0, 0, 0, false);
+    }
+
+    private final MinioObjectStore store;
+    private final String prefix;
+    private final LongSupplier clock;
+    private final ThreadPoolExecutor writers;
+    private final WarningLimiter warnings = new WarningLimiter(LOG);
+    private final LongAdder hits = new LongAdder();
+    private final LongAdder misses = new LongAdder();
+    private final LongAdder bytesRead = new LongAdder();
+    private final LongAdder writes = new LongAdder();
+    private final LongAdder bytesWritten = new LongAdder();
+    private final LongAdder writeDrops = new LongAdder();
+    private final LongAdder badBlocks = new LongAdder();
+    private final LongAdder errors = new LongAdder();
+    private final java.util.concurrent.atomic.AtomicLong pendingBytes = new java.util.concurrent.atomic.AtomicLong();
+    private volatile long bypassUntil;
+
+    /**
+     * @param store the cache bucket's client (its retries and deadlines bound a read of the tier)
+     * @param prefix where the blocks go in the cache bucket: {@code ""} or ending in {@code /}
+     */
+    public SharedCache(MinioObjectStore store, String prefix) {
+        this(store, prefix, System::nanoTime);
+    }
+
+    SharedCache(MinioObjectStore store, String prefix, LongSupplier clock) {
+        this.store = store;
+        this.prefix = prefix;
+        this.clock = clock;
+        this.bypassUntil = clock.getAsLong();
+        this.writers = new ThreadPoolExecutor(WRITERS, WRITERS, 0, TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(WRITE_QUEUE),
+                Thread.ofPlatform().daemon().name("os2g-shared-cache-", 0).factory(), new ThreadPoolExecutor.AbortPolicy());
+    }
+
+    /** The cache bucket's object that holds the block of {@code key}. */
+    String objectName(BlockKey key) {
+        String name = key.fileName();
+        return prefix + LAYOUT + name.substring(0, 2) + "/" + name;
+    }
+
+    /**
+     * Fills {@code sink} with the block of {@code key} if the tier has a good copy; false otherwise (a
+     * miss, a block that does not verify, or a tier that fails or is being bypassed). The sink may have
+     * been given part of a bad copy: it starts over for the origin.
+     */
+    public boolean read(BlockKey key, DiskCache.BlockSink sink) {
+        if (bypassed()) {
+            return false;
+        }
+        byte[] digest = digest(key);
+        try {
+            store.get(objectName(key), 0, HEADER + key.length(), "", body -> {
+                ByteBuffer header = ByteBuffer.wrap(body.readNBytes(HEADER));
+                if (header.remaining() < HEADER || !matches(header, 0, MAGIC) || !matches(header, 8, digest)
+                        || header.getLong(40) != key.length()) {
+                    throw new BadBlock("header");
+                }
+                CRC32C crc = new CRC32C();
+                sink.fill(new ChecksummedStream(body, key.length(), crc));
+                if ((int) crc.getValue() != header.getInt(48)) {
+                    throw new BadBlock("checksum");
+                }
+            });
+            hits.increment();
+            bytesRead.add(key.length());
+            return true;
+        } catch (StoreException e) {
+            if (e.kind() == StoreException.Kind.NOT_FOUND) {
+                misses.increment();
+            } else if (e.kind() == StoreException.Kind.PROTOCOL || causedByBadBlock(e)) {
+                // a block shorter or longer than its header says, or one that does not verify
+                badBlocks.increment();
+                LOG.debug("shared cache block {} of {} not used: {}", objectName(key), key.key(), e.toString());
+            } else {
+                failed(e);
+            }
+            return false;
+        }
+    }
+
+    /**
+     * Writes the block of {@code key} to the tier behind the read, from {@code source} (released once
+     * copied); dropped, and released at once, when the writers are behind or the tier is being bypassed.
+     */
+    public void admit(BlockKey key, DiskCache.BlockSource source) {
+        if (bypassed()) {
+            source.release();
+            writeDrops.increment();
+            return;
+        }
+        if (pendingBytes.addAndGet(key.length()) > WRITE_BYTES) {
+            dropped(key, source);
+            return;
+        }
+        try {
+            writers.execute(() -> {
+                try {
+                    write(key, source);
+                } finally {
+                    pendingBytes.addAndGet(-key.length());
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            dropped(key, source);
+        }
+    }
+
+    private void dropped(BlockKey key, DiskCache.BlockSource source) {
+        pendingBytes.addAndGet(-key.length());
+        source.release();
+        writeDrops.increment();
+    }
+
+    private void write(BlockKey key, DiskCache.BlockSource source) {
+        byte[] object = new byte[HEADER + Math.toIntExact(key.length())];
+        boolean copied;
+        try {
+            copied = source.copyTo(ByteBuffer.wrap(object, HEADER, (int) key.length()).slice());
+        } finally {
+            source.release();
+        }
+        if (!copied || bypassed()) {
+            writeDrops.increment();
+            return;
+        }
+        CRC32C crc = new CRC32C();
+        crc.update(object, HEADER, (int) key.length());
+        ByteBuffer.wrap(object).put(MAGIC).put(digest(key)).putLong(key.length()).putInt((int) crc.getValue());
+        try {
+            store.putObject(objectName(key), new ObjectUploads.Body() {
+                @Override
+                public int length() {
+                    return object.length;
+                }
+
+                @Override
+                public void writeTo(java.io.OutputStream out) throws IOException {
+                    out.write(object);
+                }
+            });
+            writes.increment();
+            bytesWritten.add(key.length());
+        } catch (StoreException e) {
+            writeDrops.increment();
+            failed(e);
+        }
+    }
+
+    private boolean bypassed() {
+        return clock.getAsLong() - bypassUntil < 0;
+    }
+
+    private void failed(StoreException e) {
+        errors.increment();
+        bypassUntil = clock.getAsLong() + BYPASS.toNanos();
+        warnings.warn("shared-cache", "the shared cache at {} failed ({}): reads go to the origin for {} s, then try it again",
+                store.endpoint(), e.getMessage(), BYPASS.toSeconds());
+    }
+
+    /** What a cache bucket holds under a prefix: blocks, their bytes, the oldest and newest written. */
+    public record Summary(long blocks, long bytes, long oldestMillis, long newestMillis) {
+    }
+
+    /** Lists the blocks under {@code prefix} of the cache bucket {@code store} reads. */
+    public static Summary summarize(MinioObjectStore store, String prefix) {
+        long[] s = {0, 0, Long.MAX_VALUE, 0};
+        forEachBlock(store, prefix, o -> {
+            s[0]++;
+            s[1] += Math.max(0, o.size() - HEADER);
+            s[2] = Math.min(s[2], o.lastModifiedMillis());
+            s[3] = Math.max(s[3], o.lastModifiedMillis());
+        });
+        return new Summary(s[0], s[1], s[0] == 0 ? 0 : s[2], s[3]);
+    }
+
+    /** Deletes every block under {@code prefix} (nodes fetch them from the origin again); returns how many. */
+    public static long clear(MinioObjectStore store, String prefix) {
+        long[] removed = {0};
+        forEachBlock(store, prefix, o -> {
+            store.deleteObject(o.key());
+            removed[0]++;
+        });
+        return removed[0];
+    }
+
+    private static void forEachBlock(MinioObjectStore store, String prefix, java.util.function.Consumer<io.os2g.store.ObjectSummary> each) {
+        for (String fanOut : store.list(prefix + LAYOUT).commonPrefixes()) {
+            store.list(fanOut).objects().forEach(each);
+        }
+    }
+
+    public Counters counters() {
+        return new Counters(hits.sum(), misses.sum(), bytesRead.sum(), writes.sum(), bytesWritten.sum(), writeDrops.sum(),
+                badBlocks.sum(), errors.sum(), bypassed());
+    }
+
+    /** Waits a little for the blocks queued to be written, then stops. */
+    @Override
+    public void close() {
+        writers.shutdown();
+        try {
+            if (!writers.awaitTermination(5, TimeUnit.SECONDS)) {
+                writers.shutdownNow();
+            }
+        } catch (InterruptedException e) {
+            writers.shutdownNow();
+            Thread.currentThread().interrupt();
+        }
+        store.close();
+    }
+
+    private static boolean matches(ByteBuffer buffer, int at, byte[] expected) {
+        return buffer.slice(at, expected.length).equals(ByteBuffer.wrap(expected));
+    }
+
+    private static boolean causedByBadBlock(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof BadBlock) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The SHA-256 that names the block of {@code key}, as bytes. */
+    private static byte[] digest(BlockKey key) {
+        return HexFormat.of().parseHex(key.fileName());
+    }
+
+    /**
+     * A block whose header or bytes do not verify: unchecked, so that the store does not take it for a
+     * broken connection and ask again.
+     */
+    static final class BadBlock extends RuntimeException {
+        BadBlock(String what) {
+            super("the block's " + what + " does not verify");
+        }
+    }
+
+    /** The next {@code length} bytes of a body, counted into a CRC32C as they are read; then its end. */
+    private static final class ChecksummedStream extends InputStream {
+        private final InputStream in;
+        private final CRC32C crc;
+        private long left;
+
+        ChecksummedStream(InputStream in, long length, CRC32C crc) {
+            this.in = in;
+            this.left = length;
+            this.crc = crc;
+        }
+
+        @Override
+        public int read() throws IOException {
+            byte[] one = new byte[1];
+            return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            if (left == 0) {
+                return -1;
+            }
+            int n = in.read(b, off, (int) Math.min(len, left));
+            if (n < 0) {
+                throw new BadBlock("length");
+            }
+            crc.update(b, off, n);
+            left -= n;
+            return n;
+        }
+    }
+}
