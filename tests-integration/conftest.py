@@ -284,6 +284,15 @@ def s3():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def radosgw():
+    """Ceph's radosgw (rgw.py), one for the session: the second S3 implementation, and the shared cache's tier."""
+    from rgw import start
+    gateway = start(free_port)
+    yield gateway
+    gateway.stop()
+
+
 def run_os2g(*args, env=None, timeout=120):
     return subprocess.run([OS2G, *args], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})

@@ -10,8 +10,8 @@ import random
 import boto3
 import pytest
 
-from conftest import Agent, Mount, Tally, free_port, payload, read_verified, sha256, tree_sizes
-from rgw import ACCESS_KEY, SECRET_KEY, RadosGateway
+from conftest import Agent, Mount, Tally, payload, read_verified, sha256, tree_sizes
+from rgw import ACCESS_KEY, SECRET_KEY
 
 CHUNK = 1 << 20
 FILES = {
@@ -28,25 +28,14 @@ CREDENTIALS = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_
 
 
 @pytest.fixture(scope="module")
-def rgw():
-    gateway = None
-    for attempt in range(3):
-        # a fresh cluster each time: now and then the monitor refuses the memstore OSD at its boot
-        # ("wrong fsid"), which is Ceph's start-up, not what is tested here
-        ports = free_port(2)
-        try:
-            gateway = RadosGateway(mon_port=ports, rgw_port=ports + 1)
-            break
-        except RuntimeError as e:
-            if attempt == 2 or "wrong fsid" not in str(e):
-                raise
+def rgw(radosgw):
+    gateway = radosgw
     client = boto3.client("s3", endpoint_url=gateway.endpoint, aws_access_key_id=ACCESS_KEY,
                           aws_secret_access_key=SECRET_KEY, region_name="us-east-1")
     client.create_bucket(Bucket="it-rgw")
     for key, body in FILES.items():
         client.put_object(Bucket="it-rgw", Key=key, Body=body)
     yield gateway
-    gateway.stop()
 
 
 def check_tree_and_bytes(m):

@@ -44,20 +44,22 @@ def drop_caches():
 class Target:
     """A way to present the bucket as a directory: a mount command, or the local copy."""
 
-    def __init__(self, name, flags, command, env=None, agent=None, cache_dir=None, direct=None, writes=False, only=None, server_pid=None):
+    def __init__(self, name, flags, command, env=None, agent=None, cache_dir=None, direct=None, writes=False, only=None, server_pid=None, before=None):
         """agent: for os2g's split mode, the command of the agent process the mount connects to.
         cache_dir: a target of the disk cache workloads (the set larger than memory), whose disk cache is
         this directory, emptied before each workload (None: the other workloads' targets).
         direct: no mount; the sequential and first-byte workloads GET from this endpoint with curl.
         writes: a target of the write workloads only (a mount that takes writes, or boto3's uploads).
         only: the workloads this target runs, when not all of its kind.
-        server_pid: the S3 server it reads from, when not the run's."""
+        server_pid: the S3 server it reads from, when not the run's.
+        before: what runs (unmeasured) before its first workload, given a free mount point and a log."""
         self.name, self.flags, self.command, self.env, self.agent = name, flags, command, env or {}, agent
         self.cache_dir = cache_dir
         self.direct = direct
         self.writes = writes
         self.only = only
         self.server_pid = server_pid
+        self.before = before
         self.agent_proc = None
 
     def runs(self, label):
@@ -141,7 +143,7 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def targets(endpoint, data, work, quick, https=None):
+def targets(endpoint, data, work, quick, https=None, tier=None):
     passwd = work / "s3fs.passwd"
     passwd.write_text(f"{KEY}:{SECRET}\n")
     passwd.chmod(0o600)
@@ -167,6 +169,7 @@ def targets(endpoint, data, work, quick, https=None):
         *cache_targets(str(ROOT / "os2g"), endpoint, work, creds, s3fs_base, rclone_env),
         *write_targets(str(ROOT / "os2g"), endpoint, work, creds, s3fs_base, rclone_env),
         *(https_targets(str(ROOT / "os2g"), https, work, creds) if https else []),
+        *([shared_target(str(ROOT / "os2g"), endpoint, tier, creds)] if tier else []),
         # the store's own speed from this machine: parallel ranged GETs with curl, no file system
         Target("direct", "curl, 8 ranged GETs of 8 MiB in flight (no mount)", None, direct=endpoint),
         Target("local", "local copy, run last (the ceiling)", None),
@@ -316,6 +319,64 @@ def https_targets(launcher, store, work, creds):
     ]
 
 
+# what the shared tier's target runs: a second node's first epoch, the tier filled by a first node's
+SHARED_WORKLOADS = ("small-4", "dataloader")
+
+
+class SharedTier:
+    """The cluster's shared cache for the second-node target: a second server (its own directory), 1 ms away."""
+
+    def __init__(self, work):
+        log = work / "shared-tier.log"
+        (work / "shared-tier").mkdir()
+        self.proc = subprocess.Popen([str(ROOT / "os2g"), "s3-server", "--dir", str(work / "shared-tier"), "--bucket", "os2g-cache",
+                                      "--latency-ms", "1"],
+                                     stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while "endpoint " not in log.read_text():
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"the shared tier's server did not start: {log.read_text()}")
+            time.sleep(0.1)
+        self.endpoint = next(line.split()[1] for line in log.read_text().splitlines() if line.startswith("endpoint "))
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
+def shared_target(launcher, endpoint, tier, creds):
+    """os2g as the second node of a cluster sharing a cache: a first node (a mount of its own, unmeasured)
+    reads small/ once through the tier; then each measured mount is fresh, its staging empty."""
+    command = lambda m: [launcher, "mount", "bench", str(m), "--endpoint", endpoint, "--shared-cache", "s3://os2g-cache/bench",
+                         "--shared-cache-endpoint", tier.endpoint]
+
+    def first_node(mnt, log):
+        mnt.mkdir(exist_ok=True)
+        proc = subprocess.Popen(command(mnt), stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **creds}, start_new_session=True)
+        try:
+            deadline = time.time() + 120
+            while not mounted(mnt):
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"os2g-shared: the first node's mount failed, see {log.name}")
+                time.sleep(0.05)
+            subprocess.run([PY, str(HERE / "workloads.py"), str(mnt), str(proc.pid), "small", "--readers", "4", "--epochs", "1"],
+                           check=True, capture_output=True, timeout=WORKLOAD_TIMEOUT_S)
+            last = None
+            while True:  # until its writers are idle: everything it fetched is in the tier
+                now = json.loads((mnt / ".os2g" / "stats").read_text())["agent"]["shared_cache"]
+                if now == last:
+                    break
+                last = now
+                time.sleep(1)
+            log.write(f"first node: {json.dumps(now)}\n")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+
+    return Target("os2g-shared", "second node: --shared-cache on a second server 1 ms away, filled by a first node's epoch",
+                  command, creds, only=SHARED_WORKLOADS, before=first_node)
+
+
 def os2g_targets(launcher, suffix, endpoint, work, creds):
     """os2g in process (default and recommended flags), split on a Unix socket, and split over TCP with
     mutual TLS (encrypted, and authenticated only), run by the launcher at `launcher`."""
@@ -432,11 +493,12 @@ def main():
     with open(a.results, "a" if a.only else "w") as out:
         if not a.only:
             out.write(json.dumps({"meta": meta}) + "\n")
-        wanted = set(a.workloads.split(",")) if a.workloads else set(HTTPS_WORKLOADS)
-        https = None
-        if not (a.quick or a.default_flags) and wanted & set(HTTPS_WORKLOADS) and a.only in (None, "os2g-https", "os2g-net-plain-https"):
-            https = HttpsStore(a.data, work, a.latency_ms)
-        for target in targets(a.endpoint, a.data, work, a.quick or a.default_flags, https):
+        def runs_any(labels, names):
+            return (not (a.quick or a.default_flags) and (not a.workloads or set(a.workloads.split(",")) & set(labels))
+                    and a.only in (None, *names))
+        https = HttpsStore(a.data, work, a.latency_ms) if runs_any(HTTPS_WORKLOADS, ("os2g-https", "os2g-net-plain-https")) else None
+        tier = SharedTier(work) if runs_any(SHARED_WORKLOADS, ("os2g-shared",)) else None
+        for target in targets(a.endpoint, a.data, work, a.quick or a.default_flags, https, tier):
             if a.only and target.name != a.only:
                 continue
             if a.warm_agent and target.agent is not None:
@@ -454,6 +516,10 @@ def main():
                 if not target.runs(label):
                     continue
                 target.clear_cache()
+                if target.before is not None:
+                    with open(work / f"{target.name}.log", "a") as log:
+                        target.before(work / "first-node", log)
+                    target.before = None
                 drop_caches()
                 log = open(work / f"{target.name}.log", "a")
                 proc = target.start(mnt, log)
@@ -485,6 +551,8 @@ def main():
             target.close()
     if https:
         https.close()
+    if tier:
+        tier.close()
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -11,6 +11,8 @@
 # has (without it, its first measured workload is the agent's first job: its JIT warms up on its one core).
 # Without --quick, a second server serves the same data over HTTPS (a self-signed key) for one pair,
 # os2g-https and os2g-net-plain-https, on small-4, seq-4 and dataloader: where TLS to the store is paid.
+# os2g-shared is a second node of a cluster sharing a cache (--shared-cache on another server 1 ms away):
+# a first node's unmeasured epoch fills the tier, then small-4 and dataloader run on fresh mounts.
 set -euo pipefail
 here="$(cd "$(dirname "$(readlink -f "$0")")" && pwd)"
 root="$(cd "$here/../.." && pwd)"

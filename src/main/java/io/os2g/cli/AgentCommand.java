@@ -71,6 +71,9 @@ final class AgentCommand implements Callable<Integer> {
     @Mixin
     CacheOptions cache = new CacheOptions();
 
+    @Mixin
+    SharedCacheOptions sharedCache = new SharedCacheOptions();
+
     @Override
     public Integer call() throws Exception {
         service.configureLogging();
@@ -89,6 +92,7 @@ final class AgentCommand implements Callable<Integer> {
                 .policy(serve, allowWrites, allowOverwrite, allowDelete)
                 .metrics(service.metricsAddress())
                 .cache(cache.directory, cache.size, cache.minFreePercent)
+                .sharedCache(sharedCache.url, sharedCache.endpoint, sharedCache.profile)
                 .link(link.cert, link.key, link.ca, link.encryption)
                 .memory(agentMemory)
                 .build();

@@ -125,6 +125,9 @@ final class MountCommand implements Callable<Integer> {
     @Mixin
     CacheOptions cache = new CacheOptions();
 
+    @Mixin
+    SharedCacheOptions sharedCache = new SharedCacheOptions();
+
     @Override
     public Integer call() throws Exception {
         service.configureLogging();
@@ -180,6 +183,7 @@ final class MountCommand implements Callable<Integer> {
                 .daemon(daemon)
                 .metrics(service.metricsAddress())
                 .cache(cache.directory, cache.size, cache.minFreePercent)
+                .sharedCache(sharedCache.url, sharedCache.endpoint, sharedCache.profile)
                 .build();
     }
 }

@@ -2,18 +2,24 @@ package io.os2g.metrics;
 
 /**
  * What the agent side of one mount has counted, read at one moment: its store's GETs, its fetches and
- * prefetching, its staging region's occupancy, its disk cache's traffic (zeros without one), and its
- * uploads.
+ * prefetching, its staging region's occupancy, its disk cache's and shared tier's traffic (zeros without
+ * them), and its uploads.
  */
 public record AgentCounters(long gets, long getsInFlight, long retries, long fetchedBytes, long failedFetches,
                             long prefetchedFiles, long stagingCapacityBytes, long stagingFreeBytes,
                             long stagingInFlightBytes, long stagedChunks, long evictions, long cacheHits, long cacheMisses,
                             long cacheBytesRead, long cacheBytesWritten, long cacheEvictions, long cacheCorrupt,
-                            long cacheFilledFiles, DirectoryPrefetch directoryPrefetch, Uploads uploads) {
+                            long cacheFilledFiles, DirectoryPrefetch directoryPrefetch, SharedTier shared, Uploads uploads) {
 
     /** The directory prefetcher's passes through directories, sweeps of trees, and what became of the files it staged ahead. */
     public record DirectoryPrefetch(long passes, long sweeps, long filesStaged, long stagedThenOpened, long droppedUnopened) {
         public static final DirectoryPrefetch NONE = new DirectoryPrefetch(0, 0, 0, 0, 0);
+    }
+
+    /** The shared tier's traffic: blocks read, missed, written behind the reads, dropped, and found bad; its failures. */
+    public record SharedTier(long hits, long misses, long bytesRead, long writes, long bytesWritten, long writeDrops, long badBlocks,
+                             long errors) {
+        public static final SharedTier NONE = new SharedTier(0, 0, 0, 0, 0, 0, 0, 0);
     }
 
     /** What the agent uploaded for files written through the mount (zeros for a mount that writes nothing). */

@@ -108,6 +108,17 @@ public final class PrometheusMetrics {
         agentCounter(registry, series, labels, "os2g_disk_cache_evictions", "Disk cache blocks deleted by this process's sweeps", AgentCounters::cacheEvictions);
         agentCounter(registry, series, labels, "os2g_disk_cache_corrupt_blocks", "Disk cache blocks that did not verify, dropped and fetched again", AgentCounters::cacheCorrupt);
         agentCounter(registry, series, labels, "os2g_disk_cache_filled_files", "Small files fetched into the disk cache ahead of their open", AgentCounters::cacheFilledFiles);
+        agentCounter(registry, series, labels, "os2g_shared_cache_hits", "Chunks read from the shared cache", c -> c.shared().hits());
+        agentCounter(registry, series, labels, "os2g_shared_cache_misses", "Chunks looked for in the shared cache and not there", c -> c.shared().misses());
+        agentCounter(registry, series, labels, "os2g_shared_cache_read_bytes", "Bytes read from the shared cache", c -> c.shared().bytesRead());
+        agentCounter(registry, series, labels, "os2g_shared_cache_writes", "Blocks written to the shared cache behind the reads", c -> c.shared().writes());
+        agentCounter(registry, series, labels, "os2g_shared_cache_written_bytes", "Bytes written to the shared cache", c -> c.shared().bytesWritten());
+        agentCounter(registry, series, labels, "os2g_shared_cache_write_drops", "Blocks not written to the shared cache (writers behind, tier failing)",
+                c -> c.shared().writeDrops());
+        agentCounter(registry, series, labels, "os2g_shared_cache_bad_blocks", "Shared cache blocks that did not verify, read from the origin instead",
+                c -> c.shared().badBlocks());
+        agentCounter(registry, series, labels, "os2g_shared_cache_errors", "Shared cache requests that failed, each bypassing the tier for a while",
+                c -> c.shared().errors());
         agentGauge(registry, series, labels, "os2g_gets_in_flight", "GET requests in flight now", AgentCounters::getsInFlight);
         agentGauge(registry, series, labels, "os2g_staging_capacity_bytes", "Size of the staging region", AgentCounters::stagingCapacityBytes);
         agentGauge(registry, series, labels, "os2g_staging_used_bytes", "Staging bytes holding staged or in-flight chunks",

@@ -1,6 +1,7 @@
 package io.os2g.runtime;
 
 import io.os2g.diskcache.DiskCache;
+import io.os2g.sharedcache.SharedCache;
 import io.os2g.link.AgentServer;
 import io.os2g.metrics.PrometheusMetrics;
 import io.os2g.staging.StagingDirectory;
@@ -22,15 +23,18 @@ public final class AgentService implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
 
     private final DiskCache disk;
+    private final SharedCache shared;
 
     private final AgentServiceConfig config;
 
-    private AgentService(AgentServiceConfig config, AgentServer server, StagingDirectory staging, HTTPServer metrics, DiskCache disk) {
+    private AgentService(AgentServiceConfig config, AgentServer server, StagingDirectory staging, HTTPServer metrics, DiskCache disk,
+                         SharedCache shared) {
         this.config = config;
         this.server = server;
         this.staging = staging;
         this.metrics = metrics;
         this.disk = disk;
+        this.shared = shared;
     }
 
     /**
@@ -58,16 +62,24 @@ public final class AgentService implements AutoCloseable {
             staging.remove();
             throw e;
         }
+        SharedCache shared;
+        try {
+            shared = SharedCacheSettings.open(config.sharedCache());
+        } catch (UsageError e) {
+            staging.remove();
+            if (disk != null) {
+                disk.close();
+            }
+            throw e;
+        }
         AgentSessions sessions = new AgentSessions(config.storeOf(), config.readDeadline(), staging, config.maxFetches(),
-                PrometheusMetrics.getSeconds("mount", "source"), config.gpuDevice(), disk, config.policy(), config.memory());
+                PrometheusMetrics.getSeconds("mount", "source"), config.gpuDevice(), disk, shared, config.policy(), config.memory());
         AgentServer server;
         try {
             server = AgentServer.listen(config.listen(), config.linkTls(), sessions);
         } catch (IOException e) {
             staging.remove();
-            if (disk != null) {
-                disk.close();
-            }
+            closeTiers(disk, shared);
             throw new UsageError("cannot listen on " + config.listen() + ": " + e.getMessage());
         }
         HTTPServer metrics = null;
@@ -77,13 +89,20 @@ public final class AgentService implements AutoCloseable {
             } catch (UsageError e) {
                 server.close();
                 staging.remove();
-                if (disk != null) {
-                    disk.close();
-                }
+                closeTiers(disk, shared);
                 throw e;
             }
         }
-        return new AgentService(config, server, staging, metrics, disk);
+        return new AgentService(config, server, staging, metrics, disk, shared);
+    }
+
+    private static void closeTiers(DiskCache disk, SharedCache shared) {
+        if (disk != null) {
+            disk.close();
+        }
+        if (shared != null) {
+            shared.close();
+        }
     }
 
     /** Where shims connect, for the log: the address, and on TCP the port and how the link is protected. */
@@ -116,8 +135,6 @@ public final class AgentService implements AutoCloseable {
         }
         server.close();
         staging.remove();
-        if (disk != null) {
-            disk.close();
-        }
+        closeTiers(disk, shared);
     }
 }

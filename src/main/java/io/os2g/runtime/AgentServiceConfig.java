@@ -2,6 +2,7 @@ package io.os2g.runtime;
 
 import io.os2g.agent.AgentPolicy;
 import io.os2g.diskcache.CacheConfig;
+import io.os2g.sharedcache.SharedCacheConfig;
 import io.os2g.link.LinkAddress;
 import io.os2g.link.LinkTls;
 import io.os2g.store.StoreConfig;
@@ -23,9 +24,10 @@ import java.util.function.Function;
  * @param gpuDevice the CUDA device every staging region is registered with unless its mount asks for another; -1 for none
  * @param metricsAddress where to serve Prometheus metrics; null for nowhere
  * @param cache the disk cache below every mount's staging region (keys name the bucket); null for none
+ * @param sharedCache the cluster's tier below the disk cache, for every mount; null for none
  * @param policy the sources it serves and the changes it makes, whatever a shim asks
  */
 public record AgentServiceConfig(LinkAddress listen, LinkTls linkTls, long memory, Path stagingDir, Function<String, StoreConfig> storeOf, Duration readDeadline,
                                  int maxFetches, int gpuDevice, InetSocketAddress metricsAddress, CacheConfig cache,
-                                 AgentPolicy policy) {
+                                 SharedCacheConfig sharedCache, AgentPolicy policy) {
 }

@@ -21,6 +21,10 @@ public final class AgentServiceConfigBuilder {
 
     private final String listen;
     private Function<String, StoreConfig> storeOf;
+    private StoreSettings storeSettings;
+    private String sharedCache;
+    private String sharedCacheEndpoint;
+    private String sharedCacheProfile;
     private Duration readDeadline = Duration.ofSeconds(60);
     private int maxFetches = AgentConfig.DEFAULT_MAX_IN_FLIGHT;
     private Path stagingDir;
@@ -48,6 +52,7 @@ public final class AgentServiceConfigBuilder {
     /** How to reach a bucket (endpoint, credentials, TLS, retries), for each mount a shim asks for. */
     public AgentServiceConfigBuilder store(StoreSettings settings) {
         settings.retry(); // its options' errors now, before anything starts
+        this.storeSettings = settings;
         return store(settings::config, settings.readDeadline(), settings.maxFetches());
     }
 
@@ -83,6 +88,17 @@ public final class AgentServiceConfigBuilder {
     /** Where to serve Prometheus metrics; null for nowhere. */
     public AgentServiceConfigBuilder metrics(InetSocketAddress address) {
         this.metricsAddress = address;
+        return this;
+    }
+
+    /**
+     * The cluster's tier below the disk cache: {@code --shared-cache s3://BUCKET[/PREFIX]} (null for none),
+     * {@code --shared-cache-endpoint} and {@code --shared-cache-profile} (null: the origin's).
+     */
+    public AgentServiceConfigBuilder sharedCache(String url, String endpoint, String profile) {
+        this.sharedCache = url;
+        this.sharedCacheEndpoint = endpoint;
+        this.sharedCacheProfile = profile;
         return this;
     }
 
@@ -131,6 +147,7 @@ public final class AgentServiceConfigBuilder {
             sources.add(source.contains("/") && !source.endsWith("/") ? source + "/" : source);
         }
         return new AgentServiceConfig(address, tls, memoryBytes, dir, storeOf, readDeadline, maxFetches, MountConfigBuilder.gpuDevice(gpu), metricsAddress,
-                CacheSettings.config(cacheDir, cacheSize, cacheMinFree), new AgentPolicy(sources, allowWrites, allowOverwrite, allowDelete));
+                CacheSettings.config(cacheDir, cacheSize, cacheMinFree),
+                SharedCacheSettings.config(sharedCache, sharedCacheEndpoint, sharedCacheProfile, storeSettings), new AgentPolicy(sources, allowWrites, allowOverwrite, allowDelete));
     }
 }

@@ -1,6 +1,7 @@
 package io.os2g.runtime;
 
 import io.os2g.diskcache.DiskCache;
+import io.os2g.sharedcache.SharedCache;
 import io.os2g.agent.Agent;
 import io.os2g.agent.AgentPolicy;
 import io.os2g.agent.AgentConfig;
@@ -50,6 +51,8 @@ final class AgentSessions implements AgentSession.Factory {
     private final int defaultGpu;
     /** The disk cache under every mount's staging region, shared by them; null for none. */
     private final DiskCache disk;
+    /** The shared tier below the disk cache, shared by every session; null for none. */
+    private final SharedCache shared;
     /** Bytes of staging all sessions together may take; 0 for no bound but the staging directory's room. */
     private final long memory;
 
@@ -60,11 +63,12 @@ final class AgentSessions implements AgentSession.Factory {
      * @param defaultGpu the CUDA device regions are registered with when a mount asks for none; -1 for none
      */
     AgentSessions(Function<String, StoreConfig> storeOf, Duration readDeadline, StagingDirectory parent, int maxFetches,
-                  Histogram getSeconds, int defaultGpu, DiskCache disk, AgentPolicy policy, long memory) {
+                  Histogram getSeconds, int defaultGpu, DiskCache disk, SharedCache shared, AgentPolicy policy, long memory) {
         this.policy = policy;
         this.memory = memory;
         this.defaultGpu = defaultGpu;
         this.disk = disk;
+        this.shared = shared;
         this.storeOf = storeOf;
         this.readDeadline = readDeadline;
         this.parent = parent;
@@ -103,7 +107,7 @@ final class AgentSessions implements AgentSession.Factory {
         AgentStack stack = AgentStack.forSession(storeConfig, staging, new AgentStack.Spec(spec.prefix(),
                 spec.metadataTtlSeconds() < 0 ? null : Duration.ofSeconds(spec.metadataTtlSeconds()), config, spec.expandTar(),
                 spec.decompress(), spec.gpuDevice() >= 0 ? spec.gpuDevice() : defaultGpu, spec.writes() ? policy : null,
-                storeConfig.retry().deadline().plus(readDeadline), getSeconds.labelValues(name, source)::observe), disk, posting);
+                storeConfig.retry().deadline().plus(readDeadline), getSeconds.labelValues(name, source)::observe), disk, shared, posting);
         try {
             // a shim on another machine shares no kernel: nothing to lend
             KernelReplier replier = posting == null ? replier(stack.agent(), stack.index(), staging.directory()) : null;

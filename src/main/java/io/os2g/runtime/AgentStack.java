@@ -8,6 +8,8 @@ import io.os2g.agent.TarExpandingStore;
 import io.os2g.agent.Uploads;
 import io.os2g.diskcache.CacheConfig;
 import io.os2g.diskcache.DiskCache;
+import io.os2g.sharedcache.SharedCache;
+import io.os2g.sharedcache.SharedCacheConfig;
 import io.os2g.link.AgentSession;
 import io.os2g.metrics.AgentCounters;
 import io.os2g.namespace.Namespace;
@@ -53,6 +55,8 @@ final class AgentStack implements AutoCloseable {
     private final ObjectStore objects;
     private final DiskCache disk;
     private final boolean ownsDisk;
+    private final SharedCache shared;
+    private final boolean ownsShared;
     private final StagingRegion region;
     private final GpuRegistration gpu;
     private final ExtentIndex index;
@@ -60,11 +64,13 @@ final class AgentStack implements AutoCloseable {
     private final Agent agent;
     private final Uploads uploads;
 
-    private AgentStack(MinioObjectStore store, DiskCache disk, boolean ownsDisk, StagingRegion region, GpuRegistration gpu,
-                       Spec spec, AgentSession.Posting posting) {
+    private AgentStack(MinioObjectStore store, DiskCache disk, boolean ownsDisk, SharedCache shared, boolean ownsShared,
+                       StagingRegion region, GpuRegistration gpu, Spec spec, AgentSession.Posting posting) {
         this.store = store;
         this.disk = disk;
         this.ownsDisk = ownsDisk;
+        this.shared = shared;
+        this.ownsShared = ownsShared;
         this.region = region;
         this.gpu = gpu;
         this.index = posting == null ? new ExtentIndex(region, spec.agent().chunkSize())
@@ -73,14 +79,18 @@ final class AgentStack implements AutoCloseable {
         this.decompressed = spec.decompress() ? new DecompressedStore(tars != null ? tars : store) : null;
         this.objects = decompressed != null ? decompressed : tars != null ? tars : store;
         this.namespace = new Namespace(objects, spec.prefix(), spec.metadataTtl());
-        this.agent = new Agent(objects, index, spec.agent(), namespace, disk, store.endpoint() + " " + store.bucket());
+        this.agent = new Agent(objects, index, spec.agent(), namespace, disk, shared, store.endpoint() + " " + store.bucket());
         this.uploads = spec.writes() == null ? null : new Uploads(store, index, spec.uploadDeadline(), spec.prefix(), spec.writes());
         store.observeGets(spec.getSeconds());
     }
 
-    /** A mount's agent side with a disk cache of its own (null for none), opened once the store answers. */
-    static AgentStack forMount(StoreConfig storeConfig, StagingConfig staging, Spec spec, CacheConfig cache) {
-        return open(storeConfig, staging, spec, cache, null, null);
+    /**
+     * A mount's agent side with a disk cache and a shared tier of its own (null for none), opened once
+     * the store answers.
+     */
+    static AgentStack forMount(StoreConfig storeConfig, StagingConfig staging, Spec spec, CacheConfig cache,
+                               SharedCacheConfig sharedCache) {
+        return open(storeConfig, staging, spec, cache, null, sharedCache, null, null);
     }
 
     /**
@@ -88,8 +98,8 @@ final class AgentStack implements AutoCloseable {
      * (null for none); {@code posting} where the shim is on another machine (its region is posted to), else null.
      */
     static AgentStack forSession(StoreConfig storeConfig, StagingConfig staging, Spec spec, DiskCache shared,
-                                 AgentSession.Posting posting) {
-        return open(storeConfig, staging, spec, null, shared, posting);
+                                 SharedCache sharedTier, AgentSession.Posting posting) {
+        return open(storeConfig, staging, spec, null, shared, null, sharedTier, posting);
     }
 
     /**
@@ -98,22 +108,26 @@ final class AgentStack implements AutoCloseable {
      * @throws UsageError what the user can fix (no room, the store refusing)
      */
     private static AgentStack open(StoreConfig storeConfig, StagingConfig staging, Spec spec, CacheConfig ownCache,
-                                   DiskCache shared, AgentSession.Posting posting) {
+                                   DiskCache shared, SharedCacheConfig ownTier, SharedCache sharedTier,
+                                   AgentSession.Posting posting) {
         Preflight.stagingFits(staging);
         if (spec.gpuDevice() >= 0) {
             CudaDevices.device(spec.gpuDevice()); // no driver or no such device: refused before anything is set up
         }
         MinioObjectStore store = Preflight.openStore(storeConfig);
         DiskCache own = null;
+        SharedCache tier = null;
         StagingRegion region = null;
         GpuRegistration gpu = null;
         try {
             Preflight.storeAnswers(store, store.endpoint(), spec.prefix());
             store.warmUp();
             own = ownCache == null ? null : Preflight.openCache(ownCache);
+            tier = SharedCacheSettings.open(ownTier);
             region = StagingRegion.create(staging);
             gpu = spec.gpuDevice() < 0 ? null : CudaDevices.register(spec.gpuDevice(), region);
-            return new AgentStack(store, own != null ? own : shared, own != null, region, gpu, spec, posting);
+            return new AgentStack(store, own != null ? own : shared, own != null, tier != null ? tier : sharedTier, tier != null,
+                    region, gpu, spec, posting);
         } catch (RuntimeException e) {
             if (gpu != null) {
                 gpu.close();
@@ -123,6 +137,9 @@ final class AgentStack implements AutoCloseable {
             }
             if (own != null) {
                 own.close();
+            }
+            if (tier != null) {
+                tier.close();
             }
             store.close();
             throw e;
@@ -188,6 +205,9 @@ final class AgentStack implements AutoCloseable {
         objects.close(); // the decompressing view's decoders, then the store
         if (ownsDisk) {
             disk.close(); // what is admitted is written first (a few seconds at most)
+        }
+        if (ownsShared) {
+            shared.close(); // the blocks queued are written first (a few seconds at most)
         }
         // what readers and fetches still hold once nothing can run: anything but 0 is a leak
         int pinned = index.pinnedChunks();

@@ -91,7 +91,7 @@ public final class Gateway implements AutoCloseable {
             stack = AgentStack.forMount(config.store(), config.staging(), new AgentStack.Spec(config.prefix(), config.metadataTtl(),
                     config.agent(), config.expandTar(), config.decompress(), config.gpuDevice(),
                     config.fs().writes().newFiles() ? AgentPolicy.of(true, config.fs().writes().overwrite(), config.fs().writes().delete()) : null,
-                    config.store().retry().deadline().plus(config.fs().readDeadline()), getSeconds::observe), config.cache());
+                    config.store().retry().deadline().plus(config.fs().readDeadline()), getSeconds::observe), config.cache(), config.sharedCache());
         } catch (StagingException e) {
             throw new UsageError(e.getMessage());
         }

@@ -5,6 +5,7 @@ import io.os2g.agent.DecompressedStore;
 import io.os2g.agent.TarExpandingStore;
 import io.os2g.agent.Uploads;
 import io.os2g.diskcache.DiskCache;
+import io.os2g.sharedcache.SharedCache;
 import io.os2g.metrics.AgentCounters;
 import io.os2g.metrics.ShimMetrics;
 import io.os2g.metrics.Stats;
@@ -38,6 +39,9 @@ final class GatewayStats {
         if (agent.diskCache() != null) {
             m.put("disk_cache", diskCache(agent));
         }
+        if (agent.sharedCache() != null) {
+            m.put("shared_cache", sharedCache(agent));
+        }
         if (uploads != null) {
             m.put("uploads", uploads(uploads, index));
         }
@@ -57,7 +61,7 @@ final class GatewayStats {
         return new AgentCounters(store.getCount(), store.getsInFlight(), store.retryCount(), agent.fetchedBytes(),
                 agent.failedFetches(), agent.prefetchedFiles(), index.capacityBytes(), index.freeBytes(),
                 index.inFlightBytes(), index.stagedChunks(), index.evictions(), disk.hits(), disk.misses(), disk.bytesRead(),
-                disk.bytesWritten(), disk.evictions(), disk.corrupt(), agent.filledFiles(), directoryPrefetch(agent),
+                disk.bytesWritten(), disk.evictions(), disk.corrupt(), agent.filledFiles(), directoryPrefetch(agent), sharedTier(agent),
                 uploads == null ? AgentCounters.Uploads.NONE : new AgentCounters.Uploads(uploads.bytesUploaded(),
                         uploads.partsUploaded(), uploads.filesPublished(), uploads.uploadsAborted(), uploads.active(), index.uploadBytes()));
     }
@@ -66,6 +70,30 @@ final class GatewayStats {
         Map<String, Long> c = agent.directoryPrefetchCounters();
         return new AgentCounters.DirectoryPrefetch(c.get("passes"), c.get("sweeps"), c.get("files_staged"), c.get("staged_then_opened"),
                 c.get("dropped_unopened"));
+    }
+
+    private static AgentCounters.SharedTier sharedTier(Agent agent) {
+        if (agent.sharedCache() == null) {
+            return AgentCounters.SharedTier.NONE;
+        }
+        SharedCache.Counters c = agent.sharedCache().counters();
+        return new AgentCounters.SharedTier(c.hits(), c.misses(), c.bytesRead(), c.writes(), c.bytesWritten(), c.writeDrops(),
+                c.badBlocks(), c.errors());
+    }
+
+    private static Map<String, Object> sharedCache(Agent agent) {
+        SharedCache.Counters c = agent.sharedCache().counters();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("hits", c.hits());
+        m.put("misses", c.misses());
+        m.put("bytes_read", c.bytesRead());
+        m.put("writes", c.writes());
+        m.put("bytes_written", c.bytesWritten());
+        m.put("write_drops", c.writeDrops());
+        m.put("bad_blocks", c.badBlocks());
+        m.put("errors", c.errors());
+        m.put("bypassed", c.bypassed());
+        return m;
     }
 
     private static Map<String, Object> diskCache(Agent agent) {

@@ -3,6 +3,7 @@ package io.os2g.runtime;
 import io.os2g.agent.AgentConfig;
 import io.os2g.diskcache.CacheConfig;
 import io.os2g.host.FsConfig;
+import io.os2g.sharedcache.SharedCacheConfig;
 import io.os2g.staging.StagingConfig;
 import io.os2g.store.StoreConfig;
 import java.net.InetSocketAddress;
@@ -28,10 +29,11 @@ import java.util.List;
  * @param metricsAddress where to serve Prometheus metrics; null for nowhere
  * @param gpuDevice the CUDA device the staging region is registered with; -1 for none
  * @param cache the disk cache below staging; null for none (always null with an agent process: the agent's)
+ * @param sharedCache the cluster's tier below the disk cache; null for none (always null with an agent process)
  */
 public record MountConfig(StoreConfig store, String bucket, String prefix, Duration metadataTtl, StagingConfig staging,
                    AgentConfig agent, FsConfig fs, Path mountPoint, List<String> fuseOptions, LinkAddress agentAddress, LinkTls linkTls,
                    boolean agentReplies,
                    boolean expandTar, boolean decompress, InetSocketAddress metricsAddress,
-                   int gpuDevice, CacheConfig cache) {
+                   int gpuDevice, CacheConfig cache, SharedCacheConfig sharedCache) {
 }

@@ -3,6 +3,7 @@ package io.os2g.runtime;
 import io.os2g.PrivateDirectory;
 import io.os2g.agent.AgentConfig;
 import io.os2g.diskcache.CacheConfig;
+import io.os2g.sharedcache.SharedCacheConfig;
 import io.os2g.host.FsConfig;
 import io.os2g.host.FuseMount;
 import io.os2g.host.WritePolicy;
@@ -39,6 +40,7 @@ public final class MountConfigBuilder {
     private final String source;
     private final String mountPoint;
     private Function<String, StoreConfig> storeOf;
+    private StoreSettings storeSettings;
     private Duration readDeadline = Duration.ofSeconds(60);
     private int maxFetches = AgentConfig.DEFAULT_MAX_IN_FLIGHT;
     private String agent;
@@ -70,6 +72,9 @@ public final class MountConfigBuilder {
     private Path cacheDir;
     private String cacheSize;
     private int cacheMinFree = 5;
+    private String sharedCache;
+    private String sharedCacheEndpoint;
+    private String sharedCacheProfile;
 
     /**
      * @param source {@code BUCKET[/PREFIX]}
@@ -83,6 +88,7 @@ public final class MountConfigBuilder {
     /** How to reach a bucket (endpoint, credentials, retries); not asked with an agent, which reaches the store itself. */
     public MountConfigBuilder store(StoreSettings settings) {
         settings.retry(); // its options' errors now, before anything starts
+        this.storeSettings = settings;
         return store(settings::config, settings.readDeadline(), settings.maxFetches());
     }
 
@@ -184,6 +190,17 @@ public final class MountConfigBuilder {
         return this;
     }
 
+    /**
+     * The cluster's tier below the disk cache: {@code --shared-cache s3://BUCKET[/PREFIX]} (null for none),
+     * {@code --shared-cache-endpoint} and {@code --shared-cache-profile} (null: the origin's).
+     */
+    public MountConfigBuilder sharedCache(String url, String endpoint, String profile) {
+        this.sharedCache = url;
+        this.sharedCacheEndpoint = endpoint;
+        this.sharedCacheProfile = profile;
+        return this;
+    }
+
     /** The mount's own disk cache: {@code --cache-dir} (null for none), {@code --cache-size} (null: the file system's room), {@code --cache-min-free}. */
     public MountConfigBuilder cache(Path directory, String size, int minFreePercent) {
         this.cacheDir = directory;
@@ -220,6 +237,10 @@ public final class MountConfigBuilder {
         if (cache != null && agent != null) {
             throw new UsageError("the disk cache is the agent's: give --cache-dir to os2g agent, not to a mount with --agent");
         }
+        if (sharedCache != null && agent != null) {
+            throw new UsageError("the shared cache is the agent's: give --shared-cache to os2g agent, not to a mount with --agent");
+        }
+        SharedCacheConfig shared = SharedCacheSettings.config(sharedCache, sharedCacheEndpoint, sharedCacheProfile, storeSettings);
         boolean replies = switch (agentReplies) {
             case "on" -> true;
             case "off" -> false;
@@ -257,7 +278,7 @@ public final class MountConfigBuilder {
         }
         return new MountConfig(storeConfig, bucket, prefix, ttl, stagingConfig, agentConfig, fs, mount, kernelOptions(ttl),
                 agentAddress, linkTls, replies, expandTar, decompress, metricsAddress,
-                gpuDevice(gpu), cache);
+                gpuDevice(gpu), cache, shared);
     }
 
     /** The kernel mount's options: os2g's own, then the user's (without {@code ro}: a read-only mount answers EROFS itself). */
