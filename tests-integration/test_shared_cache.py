@@ -6,6 +6,7 @@ started again never give a reader an error or a wrong byte."""
 
 import io
 import json
+import os
 import tarfile
 import threading
 import time
@@ -17,7 +18,7 @@ from conftest import Mount, forget_pages, payload, read_verified, run_os2g, sha2
 from rgw import ACCESS_KEY, SECRET_KEY
 
 CHUNK = 1 << 20
-HEADER = 52  # a block object's header before the bytes (SharedCache.HEADER)
+HEADER = 80  # a block object's header before the bytes (SharedCache.HEADER)
 TAR_MEMBERS = {f"sample{i:02d}.bin": payload(20_000 + 37 * i, 900 + i) for i in range(16)}
 
 
@@ -42,7 +43,7 @@ READ = {**{k: v for k, v in FILES.items()}, **{f"shards/s0.tar.d/{n}": b for n, 
 
 @pytest.fixture(scope="module")
 def tier(s3, radosgw, tmp_path_factory):
-    """(origin bucket, radosgw, its client, the credentials file with its profile "cache")."""
+    """(origin bucket, radosgw, its client, the credentials file with its profile "cache", the cluster's key)."""
     gateway = radosgw
     client = boto3.client("s3", endpoint_url=gateway.endpoint, aws_access_key_id=ACCESS_KEY,
                           aws_secret_access_key=SECRET_KEY, region_name="us-east-1")
@@ -50,16 +51,20 @@ def tier(s3, radosgw, tmp_path_factory):
     credentials = tmp_path_factory.mktemp("tier") / "credentials"
     credentials.write_text(f"[cache]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n")
     credentials.chmod(0o600)
+    key = credentials.parent / "cluster-key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
     try:
-        yield bucket, gateway, client, credentials
+        yield bucket, gateway, client, credentials, key
     finally:
         s3.drop(bucket)
 
 
 def node(s3, tier, cache_bucket, extra=()):
-    bucket, gateway, client, credentials = tier
+    bucket, gateway, client, credentials, key = tier
     return Mount(s3, bucket, ["--expand-tar", "--chunk-size", "1M", "--shared-cache", f"s3://{cache_bucket}/nodes",
-                              "--shared-cache-endpoint", gateway.endpoint, "--shared-cache-profile", "cache", *extra],
+                              "--shared-cache-endpoint", gateway.endpoint, "--shared-cache-profile", "cache",
+                              "--shared-cache-key", str(key), *extra],
                  env={"AWS_SHARED_CREDENTIALS_FILE": str(credentials)})
 
 
@@ -118,7 +123,7 @@ def test_a_second_node_reads_what_the_first_fetched_with_no_origin_get(s3, tier)
         second.stop()
 
     # os2g cache stats|clear look into and empty the tier, with the store options of its endpoint
-    bucket, gateway, client, credentials = tier
+    bucket, gateway, client, credentials, _ = tier
     reach = [f"s3://{cache_bucket}/nodes", "--endpoint", gateway.endpoint, "--profile", "cache"]
     env = {"AWS_SHARED_CREDENTIALS_FILE": str(credentials)}
     held = len(blocks(client, cache_bucket))
@@ -182,7 +187,7 @@ def test_bad_and_missing_blocks_are_read_from_the_origin(s3, tier):
 
 
 def test_a_replaced_object_is_read_new_through_the_tier(s3, tier):
-    bucket, _, client, _ = tier
+    bucket, _, client, _, _ = tier
     cache_bucket = fresh_cache_bucket(client, "it-shared-d")
     name = "train/c0/img00.jpg"
     first = node(s3, tier, cache_bucket)
@@ -205,7 +210,7 @@ def test_a_replaced_object_is_read_new_through_the_tier(s3, tier):
 
 
 def test_the_tier_stopped_mid_epoch_is_bypassed_then_used_again(s3, tier):
-    _, gateway, client, _ = tier
+    _, gateway, client, _, _ = tier
     cache_bucket = fresh_cache_bucket(client, "it-shared-e")
     later = "large/cross.bin"  # read once the tier is back
     names = [k for k in READ if k != later]

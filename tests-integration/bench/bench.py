@@ -338,6 +338,9 @@ class SharedTier:
                 raise RuntimeError(f"the shared tier's server did not start: {log.read_text()}")
             time.sleep(0.1)
         self.endpoint = next(line.split()[1] for line in log.read_text().splitlines() if line.startswith("endpoint "))
+        self.key = work / "shared-tier.key"
+        self.key.write_bytes(os.urandom(32))
+        self.key.chmod(0o600)
 
     def close(self):
         self.proc.terminate()
@@ -346,9 +349,10 @@ class SharedTier:
 
 def shared_target(launcher, endpoint, tier, creds):
     """os2g as the second node of a cluster sharing a cache: a first node (a mount of its own, unmeasured)
-    reads small/ once through the tier; then each measured mount is fresh, its staging empty."""
+    reads small/ once through the tier; then each measured mount is fresh, its staging empty. Blocks are
+    signed with a cluster key, as SHARED-CACHE.md recommends."""
     command = lambda m: [launcher, "mount", "bench", str(m), "--endpoint", endpoint, "--shared-cache", "s3://os2g-cache/bench",
-                         "--shared-cache-endpoint", tier.endpoint]
+                         "--shared-cache-endpoint", tier.endpoint, "--shared-cache-key", str(tier.key)]
 
     def first_node(mnt, log):
         mnt.mkdir(exist_ok=True)
@@ -373,7 +377,7 @@ def shared_target(launcher, endpoint, tier, creds):
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
 
-    return Target("os2g-shared", "second node: --shared-cache on a second server 1 ms away, filled by a first node's epoch",
+    return Target("os2g-shared", "second node: --shared-cache (signed) on a second server 1 ms away, filled by a first node's epoch",
                   command, creds, only=SHARED_WORKLOADS, before=first_node)
 
 

@@ -92,7 +92,7 @@ final class AgentCommand implements Callable<Integer> {
                 .policy(serve, allowWrites, allowOverwrite, allowDelete)
                 .metrics(service.metricsAddress())
                 .cache(cache.directory, cache.size, cache.minFreePercent)
-                .sharedCache(sharedCache.url, sharedCache.endpoint, sharedCache.profile)
+                .sharedCache(sharedCache.url, sharedCache.endpoint, sharedCache.profile, sharedCache.key)
                 .link(link.cert, link.key, link.ca, link.encryption)
                 .memory(agentMemory)
                 .build();

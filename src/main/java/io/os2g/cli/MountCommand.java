@@ -183,7 +183,7 @@ final class MountCommand implements Callable<Integer> {
                 .daemon(daemon)
                 .metrics(service.metricsAddress())
                 .cache(cache.directory, cache.size, cache.minFreePercent)
-                .sharedCache(sharedCache.url, sharedCache.endpoint, sharedCache.profile)
+                .sharedCache(sharedCache.url, sharedCache.endpoint, sharedCache.profile, sharedCache.key)
                 .build();
     }
 }

@@ -17,4 +17,9 @@ final class SharedCacheOptions {
     @Option(names = "--shared-cache-profile", paramLabel = "NAME",
             description = "The profile whose credentials the shared cache is read and written with (default: the origin's).")
     String profile;
+
+    @Option(names = "--shared-cache-key", paramLabel = "FILE",
+            description = "A secret of at least 32 bytes, the same on every node, that signs the shared cache's blocks and "
+                    + "verifies them (default: blocks are checksummed, not signed).")
+    java.nio.file.Path key;
 }

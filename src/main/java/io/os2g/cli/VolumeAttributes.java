@@ -24,7 +24,7 @@ final class VolumeAttributes implements CsiPlugin.VolumeOptions {
     static final String BUCKET = "bucket";
     static final String PREFIX = "prefix";
     /** Options the plugin sets for each mount (where it lives, how it signs) or that would escape it. */
-    private static final Set<String> PLUGIN_ONLY = Set.of("staging_dir", "credentials_file", "profile", "shared_cache_profile", "no_sign_request",
+    private static final Set<String> PLUGIN_ONLY = Set.of("staging_dir", "credentials_file", "profile", "shared_cache_profile", "shared_cache_key", "no_sign_request",
             "daemon", "log_file", "agent", "help", "version");
 
     /** An existing directory that is not a mount: the mount point the checks are made with. */

@@ -23,13 +23,14 @@ import javax.crypto.spec.SecretKeySpec;
  * The cache's secret and the MAC made with it (HMAC-SHA256, OpenSSL's where it loads): a block is served only if its MAC, over
  * its key and bytes, was made with this secret. The secret is a file of the cache root, mode 0600,
  * readable only by the user whose mounts share the cache; anyone else who can plant a block file
- * cannot make one that verifies.
+ * cannot make one that verifies. The shared tier's blocks are signed the same way, with a secret the
+ * cluster's nodes share ({@link #of}).
  */
-final class BlockSigner {
+public final class BlockSigner {
 
     static final String FILE = "secret";
     static final String ALGORITHM = "HmacSHA256";
-    static final int LENGTH = 32;
+    public static final int LENGTH = 32;
 
     private final SecretKeySpec secret;
     private final ThreadLocal<Mac> macs;
@@ -75,8 +76,18 @@ final class BlockSigner {
         return signer;
     }
 
+    /** A signer with {@code secret} (at least {@link #LENGTH} bytes), its MAC loaded now. */
+    public static BlockSigner of(byte[] secret) {
+        if (secret.length < LENGTH) {
+            throw new IllegalArgumentException("a secret of " + secret.length + " bytes, not at least " + LENGTH);
+        }
+        BlockSigner signer = new BlockSigner(secret.clone());
+        signer.mac().doFinal();
+        return signer;
+    }
+
     /** This thread's MAC, reset, keyed with the cache's secret. */
-    Mac mac() {
+    public Mac mac() {
         Mac mac = macs.get();
         mac.reset();
         return mac;

@@ -25,6 +25,7 @@ public final class AgentServiceConfigBuilder {
     private String sharedCache;
     private String sharedCacheEndpoint;
     private String sharedCacheProfile;
+    private Path sharedCacheKey;
     private Duration readDeadline = Duration.ofSeconds(60);
     private int maxFetches = AgentConfig.DEFAULT_MAX_IN_FLIGHT;
     private Path stagingDir;
@@ -93,12 +94,14 @@ public final class AgentServiceConfigBuilder {
 
     /**
      * The cluster's tier below the disk cache: {@code --shared-cache s3://BUCKET[/PREFIX]} (null for none),
-     * {@code --shared-cache-endpoint} and {@code --shared-cache-profile} (null: the origin's).
+     * {@code --shared-cache-endpoint} and {@code --shared-cache-profile} (null: the origin's),
+     * {@code --shared-cache-key} (null: blocks checksummed, not signed).
      */
-    public AgentServiceConfigBuilder sharedCache(String url, String endpoint, String profile) {
+    public AgentServiceConfigBuilder sharedCache(String url, String endpoint, String profile, Path key) {
         this.sharedCache = url;
         this.sharedCacheEndpoint = endpoint;
         this.sharedCacheProfile = profile;
+        this.sharedCacheKey = key;
         return this;
     }
 
@@ -148,6 +151,6 @@ public final class AgentServiceConfigBuilder {
         }
         return new AgentServiceConfig(address, tls, memoryBytes, dir, storeOf, readDeadline, maxFetches, MountConfigBuilder.gpuDevice(gpu), metricsAddress,
                 CacheSettings.config(cacheDir, cacheSize, cacheMinFree),
-                SharedCacheSettings.config(sharedCache, sharedCacheEndpoint, sharedCacheProfile, storeSettings), new AgentPolicy(sources, allowWrites, allowOverwrite, allowDelete));
+                SharedCacheSettings.config(sharedCache, sharedCacheEndpoint, sharedCacheProfile, sharedCacheKey, storeSettings), new AgentPolicy(sources, allowWrites, allowOverwrite, allowDelete));
     }
 }

@@ -75,6 +75,7 @@ public final class MountConfigBuilder {
     private String sharedCache;
     private String sharedCacheEndpoint;
     private String sharedCacheProfile;
+    private Path sharedCacheKey;
 
     /**
      * @param source {@code BUCKET[/PREFIX]}
@@ -192,12 +193,14 @@ public final class MountConfigBuilder {
 
     /**
      * The cluster's tier below the disk cache: {@code --shared-cache s3://BUCKET[/PREFIX]} (null for none),
-     * {@code --shared-cache-endpoint} and {@code --shared-cache-profile} (null: the origin's).
+     * {@code --shared-cache-endpoint} and {@code --shared-cache-profile} (null: the origin's),
+     * {@code --shared-cache-key} (null: blocks checksummed, not signed).
      */
-    public MountConfigBuilder sharedCache(String url, String endpoint, String profile) {
+    public MountConfigBuilder sharedCache(String url, String endpoint, String profile, Path key) {
         this.sharedCache = url;
         this.sharedCacheEndpoint = endpoint;
         this.sharedCacheProfile = profile;
+        this.sharedCacheKey = key;
         return this;
     }
 
@@ -240,7 +243,7 @@ public final class MountConfigBuilder {
         if (sharedCache != null && agent != null) {
             throw new UsageError("the shared cache is the agent's: give --shared-cache to os2g agent, not to a mount with --agent");
         }
-        SharedCacheConfig shared = SharedCacheSettings.config(sharedCache, sharedCacheEndpoint, sharedCacheProfile, storeSettings);
+        SharedCacheConfig shared = SharedCacheSettings.config(sharedCache, sharedCacheEndpoint, sharedCacheProfile, sharedCacheKey, storeSettings);
         boolean replies = switch (agentReplies) {
             case "on" -> true;
             case "off" -> false;

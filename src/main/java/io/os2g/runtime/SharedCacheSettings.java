@@ -1,15 +1,20 @@
 package io.os2g.runtime;
 
+import io.os2g.diskcache.BlockSigner;
 import io.os2g.sharedcache.SharedCache;
 import io.os2g.sharedcache.SharedCacheConfig;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.StoreException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The shared tier as the user gave it ({@code --shared-cache s3://BUCKET[/PREFIX]},
- * {@code --shared-cache-endpoint}, {@code --shared-cache-profile}) on whichever process holds the store
+ * {@code --shared-cache-endpoint}, {@code --shared-cache-profile}, {@code --shared-cache-key}) on whichever process holds the store
  * client, and how it is opened. Region, CA bundle and credential sources are the origin's unless named.
  */
 public final class SharedCacheSettings {
@@ -30,10 +35,10 @@ public final class SharedCacheSettings {
      * @param origin the origin's store options (null only in tests that build a store by hand: then no tier)
      * @throws UsageError for a malformed URL, or the tier's options without one
      */
-    static SharedCacheConfig config(String url, String endpoint, String profile, StoreSettings origin) {
+    static SharedCacheConfig config(String url, String endpoint, String profile, Path key, StoreSettings origin) {
         if (url == null) {
-            if (endpoint != null || profile != null) {
-                throw new UsageError("--shared-cache-endpoint and --shared-cache-profile need --shared-cache s3://BUCKET[/PREFIX]");
+            if (endpoint != null || profile != null || key != null) {
+                throw new UsageError("--shared-cache-endpoint, --shared-cache-profile and --shared-cache-key need --shared-cache s3://BUCKET[/PREFIX]");
             }
             return null;
         }
@@ -54,12 +59,39 @@ public final class SharedCacheSettings {
                 profile != null ? profile : origin.profile(), profile != null ? null : origin.credentialsFile(), false,
                 origin.caBundle(), origin.insecureSkipVerify(), origin.virtualHostStyle(), origin.maxFetches(),
                 Math.min(origin.requestTimeout(), REQUEST_TIMEOUT_SECONDS), 0);
-        return new SharedCacheConfig(tier.config(bucket), prefix);
+        if (key != null) {
+            secret(key); // its errors now, before anything starts
+        }
+        return new SharedCacheConfig(tier.config(bucket), prefix, key == null ? null : key.toAbsolutePath());
+    }
+
+    /**
+     * The cluster's secret in {@code key}: a regular file of at least 32 bytes (a Kubernetes Secret's
+     * key, or {@code head -c 32 /dev/urandom}) that other users cannot read.
+     */
+    static byte[] secret(Path key) {
+        try {
+            Map<String, Object> seen = Files.readAttributes(key, "unix:mode,isRegularFile");
+            if (!(Boolean) seen.get("isRegularFile")) {
+                throw new UsageError("--shared-cache-key is not a regular file: " + key);
+            }
+            if (((Integer) seen.get("mode") & 0004) != 0) {
+                throw new UsageError("--shared-cache-key " + key + " can be read by every user: make it 0600 (or 0400)");
+            }
+            byte[] secret = Files.readAllBytes(key);
+            if (secret.length < BlockSigner.LENGTH) {
+                throw new UsageError("--shared-cache-key " + key + " holds " + secret.length + " bytes, fewer than "
+                        + BlockSigner.LENGTH + " (head -c 32 /dev/urandom makes one)");
+            }
+            return secret;
+        } catch (IOException e) {
+            throw new UsageError("--shared-cache-key cannot be read: " + key + " (" + e.getMessage() + ")");
+        }
     }
 
     /** {@code os2g cache stats s3://BUCKET[/PREFIX]}: what the tier holds there, as one JSON line. */
     public static String statsJson(StoreSettings store, String url) {
-        SharedCacheConfig config = config(url, null, null, store);
+        SharedCacheConfig config = config(url, null, null, null, store);
         try (MinioObjectStore s = Preflight.openStore(config.store())) {
             SharedCache.Summary summary = onTier(config, () -> SharedCache.summarize(s, config.prefix()));
             return String.format("{\"url\": \"%s\", \"blocks\": %d, \"bytes\": %d, \"size\": \"%s\", \"oldest_write\": %s, \"newest_write\": %s}",
@@ -70,7 +102,7 @@ public final class SharedCacheSettings {
 
     /** {@code os2g cache clear s3://BUCKET[/PREFIX]}: deletes the tier's blocks there; returns how many. */
     public static long clear(StoreSettings store, String url) {
-        SharedCacheConfig config = config(url, null, null, store);
+        SharedCacheConfig config = config(url, null, null, null, store);
         try (MinioObjectStore s = Preflight.openStore(config.store())) {
             return onTier(config, () -> SharedCache.clear(s, config.prefix()));
         }
@@ -112,6 +144,6 @@ public final class SharedCacheSettings {
             store.close();
             throw e;
         }
-        return new SharedCache(store, config.prefix());
+        return new SharedCache(store, config.prefix(), config.key() == null ? null : BlockSigner.of(secret(config.key())));
     }
 }

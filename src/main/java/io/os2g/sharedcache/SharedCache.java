@@ -2,6 +2,7 @@ package io.os2g.sharedcache;
 
 import io.os2g.WarningLimiter;
 import io.os2g.diskcache.BlockKey;
+import io.os2g.diskcache.BlockSigner;
 import io.os2g.diskcache.DiskCache;
 import io.os2g.store.MinioObjectStore;
 import io.os2g.store.ObjectUploads;
@@ -10,7 +11,9 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -19,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 import java.util.zip.CRC32C;
+import javax.crypto.Mac;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -28,8 +32,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A block's object is named by the SHA-256 of its {@link BlockKey} (origin endpoint and bucket, key,
  * ETag, range): a changed object is never served stale. It holds a header (magic, that name's digest,
- * the length, a CRC32C of the bytes) and the bytes; a read checks all of it, and a block that does not
- * verify is counted and not used (the origin's copy replaces it). Writes go behind the reads, on a
+ * the length, and what vouches for the bytes: an HMAC-SHA256 with the cluster's secret where one is
+ * given, else a CRC32C) and the bytes; a read checks all of it, and a block that does not verify is
+ * counted and not used (the origin's copy replaces it). Without a secret a damaged block is caught, a
+ * forged one is not: whoever can write the bucket can serve bytes. Writes go behind the reads, on a
  * few threads of their own with a bounded queue: a full queue drops the block (counted), never slows a
  * read. A tier that fails (unreachable, slow, refusing) is bypassed for {@link #BYPASS}, with one
  * rate-limited warning; reads go to the origin meanwhile. Eviction belongs to the cache bucket (a
@@ -40,9 +46,13 @@ public final class SharedCache implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SharedCache.class);
     /** The layout's directory under the prefix: another layout would be another name. */
     static final String LAYOUT = "os2g-blocks-v1/";
-    static final byte[] MAGIC = "OS2GBLK1".getBytes(StandardCharsets.US_ASCII);
-    /** Magic, the name's SHA-256, the length, the CRC32C of the bytes. */
-    static final int HEADER = 8 + 32 + 8 + 4;
+    /** The magic of a block vouched for by a CRC32C, and of one signed with the cluster's secret. */
+    static final byte[] CHECKSUMMED = "OS2GBLK1".getBytes(StandardCharsets.US_ASCII);
+    static final byte[] SIGNED = "OS2GBLKS".getBytes(StandardCharsets.US_ASCII);
+    /** How a block's object name ends: the SHA-256 of its key, in hex. */
+    private static final java.util.regex.Pattern BLOCK_NAME = java.util.regex.Pattern.compile("/[0-9a-f]{64}$");
+    /** Magic, the name's SHA-256, the length, the MAC (or the CRC32C in its first 4 bytes). */
+    static final int HEADER = 8 + 32 + 8 + 32;
     /** How long a failing tier is left alone. */
     static final Duration BYPASS = Duration.ofSeconds(10);
     /** Blocks waiting to be written, at most; more are dropped. */
@@ -63,6 +73,7 @@ public final class SharedCache implements AutoCloseable {
 
     private final MinioObjectStore store;
     private final String prefix;
+    private final BlockSigner signer;
     private final LongSupplier clock;
     private final ThreadPoolExecutor writers;
     private final WarningLimiter warnings = new WarningLimiter(LOG);
@@ -80,14 +91,16 @@ public final class SharedCache implements AutoCloseable {
     /**
      * @param store the cache bucket's client (its retries and deadlines bound a read of the tier)
      * @param prefix where the blocks go in the cache bucket: {@code ""} or ending in {@code /}
+     * @param signer the cluster's secret that signs and verifies blocks; null for CRC32C only
      */
-    public SharedCache(MinioObjectStore store, String prefix) {
-        this(store, prefix, System::nanoTime);
+    public SharedCache(MinioObjectStore store, String prefix, BlockSigner signer) {
+        this(store, prefix, signer, System::nanoTime);
     }
 
-    SharedCache(MinioObjectStore store, String prefix, LongSupplier clock) {
+    SharedCache(MinioObjectStore store, String prefix, BlockSigner signer, LongSupplier clock) {
         this.store = store;
         this.prefix = prefix;
+        this.signer = signer;
         this.clock = clock;
         this.bypassUntil = clock.getAsLong();
         this.writers = new ThreadPoolExecutor(WRITERS, WRITERS, 0, TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(WRITE_QUEUE),
@@ -113,14 +126,14 @@ public final class SharedCache implements AutoCloseable {
         try {
             store.get(objectName(key), 0, HEADER + key.length(), "", body -> {
                 ByteBuffer header = ByteBuffer.wrap(body.readNBytes(HEADER));
-                if (header.remaining() < HEADER || !matches(header, 0, MAGIC) || !matches(header, 8, digest)
+                if (header.remaining() < HEADER || !matches(header, 0, magic()) || !matches(header, 8, digest)
                         || header.getLong(40) != key.length()) {
                     throw new BadBlock("header");
                 }
-                CRC32C crc = new CRC32C();
-                sink.fill(new ChecksummedStream(body, key.length(), crc));
-                if ((int) crc.getValue() != header.getInt(48)) {
-                    throw new BadBlock("checksum");
+                Check check = check(digest, key.length());
+                sink.fill(new CheckedStream(body, key.length(), check));
+                if (!MessageDigest.isEqual(check.value(), Arrays.copyOfRange(header.array(), 48, HEADER))) {
+                    throw new BadBlock(signer == null ? "checksum" : "signature");
                 }
             });
             hits.increment();
@@ -185,9 +198,10 @@ public final class SharedCache implements AutoCloseable {
             writeDrops.increment();
             return;
         }
-        CRC32C crc = new CRC32C();
-        crc.update(object, HEADER, (int) key.length());
-        ByteBuffer.wrap(object).put(MAGIC).put(digest(key)).putLong(key.length()).putInt((int) crc.getValue());
+        byte[] digest = digest(key);
+        Check check = check(digest, key.length());
+        check.update(object, HEADER, (int) key.length());
+        ByteBuffer.wrap(object).put(magic()).put(digest).putLong(key.length()).put(check.value());
         try {
             store.putObject(objectName(key), new ObjectUploads.Body() {
                 @Override
@@ -247,7 +261,7 @@ public final class SharedCache implements AutoCloseable {
 
     private static void forEachBlock(MinioObjectStore store, String prefix, java.util.function.Consumer<io.os2g.store.ObjectSummary> each) {
         for (String fanOut : store.list(prefix + LAYOUT).commonPrefixes()) {
-            store.list(fanOut).objects().forEach(each);
+            store.list(fanOut).objects().stream().filter(o -> BLOCK_NAME.matcher(o.key()).find()).forEach(each);
         }
     }
 
@@ -284,6 +298,49 @@ public final class SharedCache implements AutoCloseable {
         return false;
     }
 
+    private byte[] magic() {
+        return signer == null ? CHECKSUMMED : SIGNED;
+    }
+
+    /** What vouches for a block's bytes, fed as they pass: 32 bytes at the end. */
+    private interface Check {
+        void update(byte[] bytes, int offset, int length);
+
+        byte[] value();
+    }
+
+    /** A block's check: HMAC-SHA256 with the secret over its name's digest, length and bytes; else CRC32C of the bytes. */
+    private Check check(byte[] digest, long length) {
+        if (signer == null) {
+            CRC32C crc = new CRC32C();
+            return new Check() {
+                @Override
+                public void update(byte[] bytes, int offset, int n) {
+                    crc.update(bytes, offset, n);
+                }
+
+                @Override
+                public byte[] value() {
+                    return ByteBuffer.allocate(32).putInt((int) crc.getValue()).array();
+                }
+            };
+        }
+        Mac mac = signer.mac();
+        mac.update(digest);
+        mac.update(ByteBuffer.allocate(8).putLong(length).array());
+        return new Check() {
+            @Override
+            public void update(byte[] bytes, int offset, int n) {
+                mac.update(bytes, offset, n);
+            }
+
+            @Override
+            public byte[] value() {
+                return mac.doFinal();
+            }
+        };
+    }
+
     /** The SHA-256 that names the block of {@code key}, as bytes. */
     private static byte[] digest(BlockKey key) {
         return HexFormat.of().parseHex(key.fileName());
@@ -299,16 +356,16 @@ public final class SharedCache implements AutoCloseable {
         }
     }
 
-    /** The next {@code length} bytes of a body, counted into a CRC32C as they are read; then its end. */
-    private static final class ChecksummedStream extends InputStream {
+    /** The next {@code length} bytes of a body, fed to a check as they are read; then its end. */
+    private static final class CheckedStream extends InputStream {
         private final InputStream in;
-        private final CRC32C crc;
+        private final Check check;
         private long left;
 
-        ChecksummedStream(InputStream in, long length, CRC32C crc) {
+        CheckedStream(InputStream in, long length, Check check) {
             this.in = in;
             this.left = length;
-            this.crc = crc;
+            this.check = check;
         }
 
         @Override
@@ -326,7 +383,7 @@ public final class SharedCache implements AutoCloseable {
             if (n < 0) {
                 throw new BadBlock("length");
             }
-            crc.update(b, off, n);
+            check.update(b, off, n);
             left -= n;
             return n;
         }

@@ -9,8 +9,9 @@ import java.util.Objects;
  * @param store the cache bucket's store (endpoint, credentials, TLS, and short retries: a slow tier is
  *     bypassed, not waited for)
  * @param prefix the blocks' place in the cache bucket: {@code ""} or ending in {@code /}
+ * @param key the file of the secret the cluster's nodes sign blocks with; null for CRC32C only
  */
-public record SharedCacheConfig(StoreConfig store, String prefix) {
+public record SharedCacheConfig(StoreConfig store, String prefix, java.nio.file.Path key) {
     public SharedCacheConfig {
         Objects.requireNonNull(store, "store");
         Objects.requireNonNull(prefix, "prefix");

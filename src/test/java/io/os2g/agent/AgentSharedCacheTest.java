@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.minio.ListObjectsArgs;
 import io.minio.Result;
 import io.minio.messages.Item;
+import io.os2g.diskcache.BlockSigner;
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
 import io.os2g.sharedcache.SharedCache;
@@ -70,7 +71,7 @@ class AgentSharedCacheTest {
     }
 
     private ClusterNode node() {
-        return node(new SharedCache(s3.store("cache"), "train/"));
+        return node(new SharedCache(s3.store("cache"), "train/", null));
     }
 
     private ClusterNode node(SharedCache tier) {
@@ -105,7 +106,7 @@ class AgentSharedCacheTest {
             List<String> names = new ArrayList<>();
             for (Result<Item> r : s3.client().listObjects(ListObjectsArgs.builder().bucket("cache").prefix("train/").recursive(true).build())) {
                 String name = r.get().objectName();
-                if (!name.endsWith("/")) { // the filesystem backend lists directories too
+                if (name.matches(".*/[0-9a-f]{64}")) { // the filesystem backend lists directories and files being written too
                     names.add(name);
                 }
             }
@@ -180,6 +181,34 @@ class AgentSharedCacheTest {
     }
 
     @Test
+    void aSignedTierServesOnlyBlocksSignedWithTheClustersSecret() throws Exception {
+        byte[] data = S3Fixture.bytes(2 * CHUNK + 17, 10);
+        s3.put("data", "d/s.bin", data);
+        byte[] secret = S3Fixture.bytes(32, 11);
+        ClusterNode first = node(new SharedCache(s3.store("cache"), "train/", BlockSigner.of(secret)));
+        read(first, file(first, "d/s.bin", 2));
+        blocks(3);
+        ClusterNode second = node(new SharedCache(s3.store("cache"), "train/", BlockSigner.of(secret)));
+        assertArrayEquals(data, read(second, file(second, "d/s.bin", 2)));
+        assertEquals(0, second.origin().getCount(), "signed with the same secret: served");
+
+        ClusterNode stranger = node(new SharedCache(s3.store("cache"), "train/", BlockSigner.of(S3Fixture.bytes(32, 12))));
+        assertArrayEquals(data, read(stranger, file(stranger, "d/s.bin", 2)));
+        assertEquals(3, stranger.tier().counters().badBlocks(), "another secret's blocks are not this node's");
+        // a writer without the secret puts checksummed blocks in their place: a signing node refuses them
+        ClusterNode unsigned = node();
+        read(unsigned, file(unsigned, "d/s.bin", 2));
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (unsigned.tier().counters().writes() < 3 && System.nanoTime() < until) {
+            Thread.sleep(50);
+        }
+        ClusterNode signing = node(new SharedCache(s3.store("cache"), "train/", BlockSigner.of(secret)));
+        assertArrayEquals(data, read(signing, file(signing, "d/s.bin", 2)));
+        assertEquals(3, signing.tier().counters().badBlocks());
+        assertEquals(3, signing.origin().getCount());
+    }
+
+    @Test
     void aChangedObjectIsReadNewOnEveryNode() throws Exception {
         s3.put("data", "d/v.bin", S3Fixture.bytes(CHUNK + 5, 6));
         ClusterNode first = node();
@@ -205,7 +234,7 @@ class AgentSharedCacheTest {
                 new Credentials(S3Fixture.ACCESS_KEY, S3Fixture.SECRET_KEY, null), false,
                 new RetryPolicy(1, Duration.ofMillis(10), Duration.ofMillis(10), Duration.ofSeconds(2)), 4, Tls.SYSTEM);
         s3.put("data", "d/e.bin", S3Fixture.bytes(CHUNK, 9));
-        ClusterNode n = node(new SharedCache(new MinioObjectStore(nowhere), ""));
+        ClusterNode n = node(new SharedCache(new MinioObjectStore(nowhere), "", null));
         long started = System.nanoTime();
         assertArrayEquals(data, read(n, file(n, "d/c.bin", 2)));
         assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(20), "no read waits out a dead tier");

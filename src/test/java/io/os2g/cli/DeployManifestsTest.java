@@ -87,14 +87,17 @@ class DeployManifestsTest {
     void withTheAgentEveryMountGoesThroughIt() throws IOException {
         Map<String, JsonNode> objects = objects(render(Map.of("agent.enabled", "true", "agent.endpoint", "http://minio:9000",
                 "agent.credentialsSecret", "node-s3", "agent.sharedCache.url", "s3://os2g-cache/train",
-                "agent.sharedCache.endpoint", "http://minio-cache:9000")));
+                "agent.sharedCache.endpoint", "http://minio-cache:9000", "agent.sharedCache.keySecret", "cluster-key")));
         assertTrue(objects.get("CSIDriver/csi.os2g.io").at("/spec/tokenRequests").isMissingNode());
         JsonNode pod = objects.get("DaemonSet/os2g-csi-mounter").at("/spec/template/spec");
         checkNode(objects.get("DaemonSet/os2g-csi-node"), objects.get("DaemonSet/os2g-csi-mounter"), true);
         JsonNode agent = container(pod, "agent");
         assertEquals("node-s3", agent.at("/env/0/valueFrom/secretKeyRef/name").asText());
         assertTrue(args(agent).contains("--endpoint=http://minio:9000"));
-        assertTrue(args(agent).containsAll(List.of("--shared-cache=s3://os2g-cache/train", "--shared-cache-endpoint=http://minio-cache:9000")));
+        assertTrue(args(agent).containsAll(List.of("--shared-cache=s3://os2g-cache/train", "--shared-cache-endpoint=http://minio-cache:9000",
+                "--shared-cache-key=/etc/os2g-shared-cache/key")));
+        assertEquals("cluster-key", pod.at("/volumes").findParents("secret").stream().map(v -> v.at("/secret/secretName").asText())
+                .filter("cluster-key"::equals).findFirst().orElse(""));
     }
 
     @Test

@@ -119,23 +119,41 @@ class MountConfigBuilderTest {
     void aSharedCacheIsAnS3UrlOnTheOriginsStoreOptionsUnlessNamed() {
         StoreSettings origin = new StoreSettings("http://origin:9000", "eu-west-1", null, null, false, null, false, false, 32, 30, 10);
         MountConfig config = new MountConfigBuilder("data", mountPoint.toString()).store(origin).staging(staging, "64M", "8M", "256M", 256)
-                .sharedCache("s3://cache/train", null, null).build();
+                .sharedCache("s3://cache/train", null, null, null).build();
         assertEquals("cache", config.sharedCache().store().bucket());
         assertEquals("train/", config.sharedCache().prefix());
         assertEquals("http://origin:9000", config.sharedCache().store().endpoint().toString());
         assertEquals(Duration.ofSeconds(2), config.sharedCache().store().retry().requestTimeout(), "a slow tier is bypassed, not waited for");
         assertEquals(1, config.sharedCache().store().retry().maxAttempts());
         MountConfig near = new MountConfigBuilder("data", mountPoint.toString()).store(origin).staging(staging, "64M", "8M", "256M", 256)
-                .sharedCache("s3://cache", "http://near:9000", null).build();
+                .sharedCache("s3://cache", "http://near:9000", null, null).build();
         assertEquals("", near.sharedCache().prefix());
         assertEquals("http://near:9000", near.sharedCache().store().endpoint().toString());
         assertNull(mount("data").build().sharedCache());
         for (String bad : new String[] {"cache", "s3://", "s3:///train", "http://cache/x"}) {
-            assertTrue(refusal(mount("data").sharedCache(bad, null, null)).contains("--shared-cache must be s3://BUCKET[/PREFIX]"), bad);
+            assertTrue(refusal(mount("data").sharedCache(bad, null, null, null)).contains("--shared-cache must be s3://BUCKET[/PREFIX]"), bad);
         }
-        assertTrue(refusal(mount("data").sharedCache(null, "http://near:9000", null)).contains("need --shared-cache"));
-        assertTrue(refusal(mount("data").agent("unix:/tmp/a.sock", "on").sharedCache("s3://cache", null, null))
+        assertTrue(refusal(mount("data").sharedCache(null, "http://near:9000", null, null)).contains("need --shared-cache"));
+        assertTrue(refusal(mount("data").agent("unix:/tmp/a.sock", "on").sharedCache("s3://cache", null, null, null))
                 .contains("the shared cache is the agent's"));
+    }
+
+    @Test
+    void aSharedCacheKeyIsASecretOfAtLeast32BytesOthersCannotRead() throws Exception {
+        StoreSettings origin = new StoreSettings("http://origin:9000", null, null, null, false, null, false, false, 32, 30, 10);
+        Path key = staging.resolve("key");
+        java.nio.file.Files.write(key, new byte[32]);
+        java.nio.file.Files.setPosixFilePermissions(key, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        MountConfigBuilder signed = new MountConfigBuilder("data", mountPoint.toString()).store(origin).staging(staging, "64M", "8M", "256M", 256)
+                .sharedCache("s3://cache", null, null, key);
+        assertEquals(key.toAbsolutePath(), signed.build().sharedCache().key());
+        java.nio.file.Files.setPosixFilePermissions(key, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        assertTrue(refusal(signed).contains("can be read by every user"));
+        java.nio.file.Files.setPosixFilePermissions(key, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        java.nio.file.Files.write(key, new byte[31]);
+        assertTrue(refusal(signed).contains("fewer than 32"));
+        assertTrue(refusal(signed.sharedCache("s3://cache", null, null, staging.resolve("absent"))).contains("cannot be read"));
+        assertTrue(refusal(mount("data").sharedCache(null, null, null, key)).contains("need --shared-cache"));
     }
 
     @Test
