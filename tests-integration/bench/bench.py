@@ -143,7 +143,7 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def targets(endpoint, data, work, quick, https=None, tier=None):
+def targets(endpoint, data, work, quick, https=None, tier=None, veth=None):
     passwd = work / "s3fs.passwd"
     passwd.write_text(f"{KEY}:{SECRET}\n")
     passwd.chmod(0o600)
@@ -170,6 +170,7 @@ def targets(endpoint, data, work, quick, https=None, tier=None):
         *write_targets(str(ROOT / "os2g"), endpoint, work, creds, s3fs_base, rclone_env),
         *(https_targets(str(ROOT / "os2g"), https, work, creds) if https else []),
         *([shared_target(str(ROOT / "os2g"), endpoint, tier, creds)] if tier else []),
+        *([veth_target(str(ROOT / "os2g"), endpoint, work, creds)] if veth else []),
         # the store's own speed from this machine: parallel ranged GETs with curl, no file system
         Target("direct", "curl, 8 ranged GETs of 8 MiB in flight (no mount)", None, direct=endpoint),
         Target("local", "local copy, run last (the ceiling)", None),
@@ -317,6 +318,44 @@ def https_targets(launcher, store, work, creds):
                       *agent_certs, "--link-encryption", "off", "--endpoint", store.endpoint, *trust, "--cpus", "1"], only=HTTPS_WORKLOADS,
                server_pid=store.proc.pid),
     ]
+
+
+# what the veth pair's target runs: the link's workloads, with the link crossing a network interface
+VETH_WORKLOADS = ("small-4", "seq-4", "dataloader")
+
+
+class VethPair:
+    """A network namespace for the shim with a veth pair to this host (198.18.7.0/30): the link between
+    shim and agent crosses a network interface, as it does to a DPU or a neighbour node. The shim joins
+    only the namespace's network (nsenter --net), so its mount is this host's."""
+
+    NS, HOST_IF, HOST_IP, SHIM_IP = "os2g-bench-shim", "os2gbv", "198.18.7.1", "198.18.7.2"
+
+    def __init__(self):
+        self.close()
+        for command in (["ip", "netns", "add", self.NS], ["ip", "link", "add", self.HOST_IF, "type", "veth", "peer", "name", "eth0", "netns", self.NS],
+                        ["ip", "addr", "add", f"{self.HOST_IP}/30", "dev", self.HOST_IF], ["ip", "link", "set", self.HOST_IF, "up"],
+                        ["ip", "netns", "exec", self.NS, "ip", "addr", "add", f"{self.SHIM_IP}/30", "dev", "eth0"],
+                        ["ip", "netns", "exec", self.NS, "ip", "link", "set", "eth0", "up"],
+                        ["ip", "netns", "exec", self.NS, "ip", "link", "set", "lo", "up"]):
+            subprocess.run(command, check=True, capture_output=True)
+
+    def close(self):
+        subprocess.run(["ip", "link", "del", self.HOST_IF], capture_output=True)
+        subprocess.run(["ip", "netns", "del", self.NS], capture_output=True)
+
+
+def veth_target(launcher, endpoint, work, creds):
+    """The agent on this host's side of a veth pair, the shim in the namespace on the other: TCP with
+    mutual TLS, authenticated only (the DPU's case)."""
+    agent_certs, shim_certs = link_certs(work)
+    address = f"tcp://{VethPair.HOST_IP}:17095"
+    return Target("os2g-net-veth", "agent over TCP across a veth pair (the shim in a network namespace), mutual TLS, "
+                  "--link-encryption off, agent on core 1",
+                  lambda m: ["nsenter", f"--net=/run/netns/{VethPair.NS}", launcher, "mount", "bench", str(m), "--agent", address,
+                             *shim_certs, "--link-encryption", "off", "--expand-tar", "--decompress"], creds,
+                  agent=[*(["taskset", "-c", "1"] if (os.cpu_count() or 1) > 1 else []), launcher, "agent", "--listen", address,
+                         *agent_certs, "--link-encryption", "off", "--endpoint", endpoint, "--cpus", "1"], only=VETH_WORKLOADS)
 
 
 # what the shared tier's target runs: a second node's first epoch, the tier filled by a first node's
@@ -502,7 +541,8 @@ def main():
                     and a.only in (None, *names))
         https = HttpsStore(a.data, work, a.latency_ms) if runs_any(HTTPS_WORKLOADS, ("os2g-https", "os2g-net-plain-https")) else None
         tier = SharedTier(work) if runs_any(SHARED_WORKLOADS, ("os2g-shared",)) else None
-        for target in targets(a.endpoint, a.data, work, a.quick or a.default_flags, https, tier):
+        veth = VethPair() if os.geteuid() == 0 and runs_any(VETH_WORKLOADS, ("os2g-net-veth",)) else None
+        for target in targets(a.endpoint, a.data, work, a.quick or a.default_flags, https, tier, veth):
             if a.only and target.name != a.only:
                 continue
             if a.warm_agent and target.agent is not None:
@@ -557,6 +597,8 @@ def main():
         https.close()
     if tier:
         tier.close()
+    if veth:
+        veth.close()
     shutil.rmtree(work, ignore_errors=True)
 
 
