@@ -52,7 +52,8 @@ class Target:
         writes: a target of the write workloads only (a mount that takes writes, or boto3's uploads).
         only: the workloads this target runs, when not all of its kind.
         server_pid: the S3 server it reads from, when not the run's.
-        before: what runs (unmeasured) before its first workload, given a free mount point and a log."""
+        before: what runs before its first workload, given a free mount point and a log; it may return a
+        row of its own (flags, label, measurements) for the results."""
         self.name, self.flags, self.command, self.env, self.agent = name, flags, command, env or {}, agent
         self.cache_dir = cache_dir
         self.direct = direct
@@ -368,9 +369,10 @@ class SharedTier:
     def __init__(self, work):
         log = work / "shared-tier.log"
         (work / "shared-tier").mkdir()
+        # the launcher's C1, not the origin's C2: nothing warms this server, and a cold C2 spends the first
+        # node's epoch compiling on the cores the nodes share (its writers then fall behind and drop blocks)
         self.proc = subprocess.Popen([str(ROOT / "os2g"), "s3-server", "--dir", str(work / "shared-tier"), "--bucket", "os2g-cache",
-                                      "--latency-ms", "1"],
-                                     stdout=open(log, "w"), stderr=subprocess.STDOUT)
+                                      "--latency-ms", "1"], stdout=open(log, "w"), stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while "endpoint " not in log.read_text():
             if self.proc.poll() is not None or time.time() > deadline:
@@ -393,7 +395,7 @@ def shared_target(launcher, endpoint, tier, creds):
     command = lambda m: [launcher, "mount", "bench", str(m), "--endpoint", endpoint, "--shared-cache", "s3://os2g-cache/bench",
                          "--shared-cache-endpoint", tier.endpoint, "--shared-cache-key", str(tier.key)]
 
-    def first_node(mnt, log):
+    def first_node(mnt, log, server_pid):
         mnt.mkdir(exist_ok=True)
         proc = subprocess.Popen(command(mnt), stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **creds}, start_new_session=True)
         try:
@@ -402,8 +404,8 @@ def shared_target(launcher, endpoint, tier, creds):
                 if proc.poll() is not None or time.time() > deadline:
                     raise RuntimeError(f"os2g-shared: the first node's mount failed, see {log.name}")
                 time.sleep(0.05)
-            subprocess.run([PY, str(HERE / "workloads.py"), str(mnt), str(proc.pid), "small", "--readers", "4", "--epochs", "1"],
-                           check=True, capture_output=True, timeout=WORKLOAD_TIMEOUT_S)
+            r = subprocess.run([PY, str(HERE / "workloads.py"), str(mnt), str(proc.pid), "small", "--readers", "4", "--epochs", "1",
+                                "--server-pid", str(server_pid)], check=True, capture_output=True, text=True, timeout=WORKLOAD_TIMEOUT_S)
             last = None
             while True:  # until its writers are idle: everything it fetched is in the tier
                 now = json.loads((mnt / ".os2g" / "stats").read_text())["agent"]["shared_cache"]
@@ -415,6 +417,8 @@ def shared_target(launcher, endpoint, tier, creds):
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
+        # the first node's own epoch: what filling the tier cost it, and its GETs
+        return "first node: --shared-cache (signed), the tier empty, filling it", "small-4", json.loads(r.stdout.strip().splitlines()[-1])
 
     return Target("os2g-shared", "second node: --shared-cache (signed) on a second server 1 ms away, filled by a first node's epoch",
                   command, creds, only=SHARED_WORKLOADS, before=first_node)
@@ -561,9 +565,14 @@ def main():
                     continue
                 target.clear_cache()
                 if target.before is not None:
+                    drop_caches()
                     with open(work / f"{target.name}.log", "a") as log:
-                        target.before(work / "first-node", log)
+                        before = target.before(work / "first-node", log, a.server_pid)
                     target.before = None
+                    if before is not None:
+                        flags, before_label, row = before
+                        out.write(json.dumps({**row, "target": target.name, "flags": flags, "label": before_label}) + "\n")
+                        print(f"{target.name:10} {flags[:30]:30} {before_label:10} {_summary(row)}", flush=True)
                 drop_caches()
                 log = open(work / f"{target.name}.log", "a")
                 proc = target.start(mnt, log)

@@ -56,7 +56,7 @@ public final class SharedCache implements AutoCloseable {
     /** How long a failing tier is left alone. */
     static final Duration BYPASS = Duration.ofSeconds(10);
     /** Blocks waiting to be written, at most; more are dropped. */
-    static final int WRITE_QUEUE = 256;
+    static final int WRITE_QUEUE = 1024;
     /**
      * Bytes of blocks queued or being written, at most; more are dropped. Each holds its staged chunk
      * pinned until copied, so this bounds what the writers keep from eviction.
