@@ -14,7 +14,7 @@ import time
 import boto3
 import pytest
 
-from conftest import Mount, forget_pages, payload, read_verified, run_os2g, sha256
+from conftest import CREDENTIALS_ENV, Agent, Mount, forget_pages, payload, read_verified, run_os2g, sha256
 from rgw import ACCESS_KEY, SECRET_KEY
 
 CHUNK = 1 << 20
@@ -232,3 +232,27 @@ def test_the_tier_stopped_mid_epoch_is_bypassed_then_used_again(s3, tier):
         assert after["errors"] == before["errors"] and not after["bypassed"], after
     finally:
         m.stop()
+
+
+def test_in_split_mode_the_agent_holds_the_tier_for_its_mounts(s3, tier, tmp_path):
+    bucket, gateway, client, credentials, key = tier
+    cache_bucket = fresh_cache_bucket(client, "it-shared-f")
+    agent = Agent(s3, tmp_path, ["--shared-cache", f"s3://{cache_bucket}/nodes", "--shared-cache-endpoint", gateway.endpoint,
+                                 "--shared-cache-profile", "cache", "--shared-cache-key", str(key)],
+                  env={**CREDENTIALS_ENV, "AWS_SHARED_CREDENTIALS_FILE": str(credentials)})
+    try:
+        train = {k: v for k, v in READ.items() if k.startswith("train/c0/")}
+        for n in range(2):  # each mount of the agent has a staging region of its own: the second reads the tier
+            m = Mount(s3, bucket, ["--agent", f"unix:{agent.socket}", "--chunk-size", "1M", "--agent-replies", "off"],
+                      credentials=False)
+            try:
+                epoch(m, train)
+                s = settled(m)
+                if n == 0:
+                    assert s["writes"] == len(train) and s["hits"] == 0, s
+                else:
+                    assert s["hits"] == len(train) and stats(m)["fetched_bytes"] == 0, stats(m)
+            finally:
+                m.stop()
+    finally:
+        agent.stop()
