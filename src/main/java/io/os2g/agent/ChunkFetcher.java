@@ -191,12 +191,20 @@ final class ChunkFetcher implements AutoCloseable {
         List<RunMember> fromTier = new ArrayList<>();
         try {
             try {
-                // the shared tier first, member by member: what it holds is left out of the origin's GET
-                List<RunMember> fromOrigin = shared == null ? run : fromSharedTier(run, fromTier);
+                List<RunMember> fromOrigin = new ArrayList<>(run.size());
                 long bytes = 0;
-                for (RunMember m : fromOrigin) {
-                    reservations.add(index.reserve((int) m.file().size()));
-                    bytes += m.file().size();
+                for (RunMember m : run) {
+                    Reservation r = index.reserve((int) m.file().size());
+                    reservations.add(r);
+                    // the shared tier first, member by member: what it holds is left out of the origin's GET
+                    if (shared != null && shared.read(memberBlock(m), r::fill)) {
+                        r.publish(m.key(), m.file().etag());
+                        reservations.removeLast();
+                        fromTier.add(m);
+                    } else {
+                        fromOrigin.add(m);
+                        bytes += m.file().size();
+                    }
                 }
                 if (!fromOrigin.isEmpty()) {
                     long start = fromOrigin.getFirst().offset();
@@ -239,22 +247,6 @@ final class ChunkFetcher implements AutoCloseable {
             rest.removeAll(fromTier);
             finish(rest, t);
         }
-    }
-
-    /** Stages the members of {@code run} that the shared tier holds (into {@code staged}); returns the others. */
-    private List<RunMember> fromSharedTier(List<RunMember> run, List<RunMember> staged) {
-        List<RunMember> others = new ArrayList<>(run.size());
-        for (RunMember m : run) {
-            Reservation r = index.reserve((int) m.file().size());
-            if (shared.read(memberBlock(m), r::fill)) {
-                r.publish(m.key(), m.file().etag());
-                staged.add(m);
-            } else {
-                r.cancel();
-                others.add(m);
-            }
-        }
-        return others;
     }
 
     /** A member's block: the whole of it, under its own key (the view's), not its container's. */

@@ -393,16 +393,7 @@ public final class Uploads implements AutoCloseable {
         }
     }
 
-    private static final ObjectUploads.Body EMPTY = new ObjectUploads.Body() {
-        @Override
-        public int length() {
-            return 0;
-        }
-
-        @Override
-        public void writeTo(OutputStream out) {
-        }
-    };
+    private static final ObjectUploads.Body EMPTY = ObjectUploads.Body.of(new byte[0]);
 
     /**
      * Drops the file (the writer's side gave up on it): the pages it was handed go back, and the upload

@@ -108,9 +108,8 @@ public final class SharedCache implements AutoCloseable {
                 Thread.ofPlatform().daemon().name("os2g-shared-cache-", 0).factory(), new ThreadPoolExecutor.AbortPolicy());
     }
 
-    /** The cache bucket's object that holds the block of {@code key}. */
-    String objectName(BlockKey key) {
-        String name = key.fileName();
+    /** The cache bucket's object that holds the block whose key hashes to {@code name} ({@link BlockKey#fileName}). */
+    private String objectName(String name) {
         return prefix + LAYOUT + name.substring(0, 2) + "/" + name;
     }
 
@@ -123,9 +122,10 @@ public final class SharedCache implements AutoCloseable {
         if (bypassed()) {
             return false;
         }
-        byte[] digest = digest(key);
+        String name = key.fileName();
+        byte[] digest = HexFormat.of().parseHex(name);
         try {
-            store.get(objectName(key), 0, HEADER + key.length(), "", body -> {
+            store.get(objectName(name), 0, HEADER + key.length(), "", body -> {
                 ByteBuffer header = ByteBuffer.wrap(body.readNBytes(HEADER));
                 if (header.remaining() < HEADER || !matches(header, 0, magic()) || !matches(header, 8, digest)
                         || header.getLong(40) != key.length()) {
@@ -146,7 +146,7 @@ public final class SharedCache implements AutoCloseable {
             } else if (e.kind() == StoreException.Kind.PROTOCOL || causedByBadBlock(e)) {
                 // a block shorter or longer than its header says, or one that does not verify
                 badBlocks.increment();
-                LOG.debug("shared cache block {} of {} not used: {}", objectName(key), key.key(), e.toString());
+                LOG.debug("shared cache block {} of {} not used: {}", objectName(name), key.key(), e.toString());
             } else {
                 failed(e);
             }
@@ -199,22 +199,13 @@ public final class SharedCache implements AutoCloseable {
             writeDrops.increment();
             return;
         }
-        byte[] digest = digest(key);
+        String name = key.fileName();
+        byte[] digest = HexFormat.of().parseHex(name);
         Check check = check(digest, key.length());
         check.update(object, HEADER, (int) key.length());
         ByteBuffer.wrap(object).put(magic()).put(digest).putLong(key.length()).put(check.value());
         try {
-            store.putObject(objectName(key), new ObjectUploads.Body() {
-                @Override
-                public int length() {
-                    return object.length;
-                }
-
-                @Override
-                public void writeTo(java.io.OutputStream out) throws IOException {
-                    out.write(object);
-                }
-            });
+            store.putObject(objectName(name), ObjectUploads.Body.of(object));
             writes.increment();
             bytesWritten.add(key.length());
         } catch (StoreException e) {
@@ -352,11 +343,6 @@ public final class SharedCache implements AutoCloseable {
                 return mac.doFinal();
             }
         };
-    }
-
-    /** The SHA-256 that names the block of {@code key}, as bytes. */
-    private static byte[] digest(BlockKey key) {
-        return HexFormat.of().parseHex(key.fileName());
     }
 
     /**

@@ -19,6 +19,21 @@ public interface ObjectUploads {
         /** Writes all {@link #length()} bytes to {@code out}. */
         void writeTo(java.io.OutputStream out) throws java.io.IOException;
 
+        /** A body of {@code bytes}, held as they are. */
+        static Body of(byte[] bytes) {
+            return new Body() {
+                @Override
+                public int length() {
+                    return bytes.length;
+                }
+
+                @Override
+                public void writeTo(java.io.OutputStream out) throws java.io.IOException {
+                    out.write(bytes);
+                }
+            };
+        }
+
         /**
          * Writes all {@link #length()} bytes to {@code channel} (a socket): a body held in files may send
          * them with no copy through this process (sendfile).
