@@ -52,8 +52,8 @@ class Target:
         writes: a target of the write workloads only (a mount that takes writes, or boto3's uploads).
         only: the workloads this target runs, when not all of its kind.
         server_pid: the S3 server it reads from, when not the run's.
-        before: what runs before its first workload, given a free mount point and a log; it may return a
-        row of its own (flags, label, measurements) for the results."""
+        before: what runs before its first workload, given a free mount point and a log; it returns rows
+        of its own (flags, label, measurements) for the results."""
         self.name, self.flags, self.command, self.env, self.agent = name, flags, command, env or {}, agent
         self.cache_dir = cache_dir
         self.direct = direct
@@ -389,39 +389,69 @@ class SharedTier:
 
 
 def shared_target(launcher, endpoint, tier, creds):
-    """os2g as the second node of a cluster sharing a cache: a first node (a mount of its own, unmeasured)
-    reads small/ once through the tier; then each measured mount is fresh, its staging empty. Blocks are
-    signed with a cluster key, as SHARED-CACHE.md recommends."""
-    command = lambda m: [launcher, "mount", "bench", str(m), "--endpoint", endpoint, "--shared-cache", "s3://os2g-cache/bench",
-                         "--shared-cache-endpoint", tier.endpoint, "--shared-cache-key", str(tier.key)]
+    """os2g as the second node of a cluster sharing a cache: first two nodes start one epoch of small/ at
+    once over an empty prefix (each a row: its origin GETs), then a first node (a mount of its own) reads
+    small/ once through the tier; then each measured mount is fresh, its staging empty. Blocks are signed
+    with a cluster key, as SHARED-CACHE.md recommends."""
+    def command(m, prefix="bench"):
+        return [launcher, "mount", "bench", str(m), "--endpoint", endpoint, "--shared-cache", f"s3://os2g-cache/{prefix}",
+                "--shared-cache-endpoint", tier.endpoint, "--shared-cache-key", str(tier.key)]
 
-    def first_node(mnt, log, server_pid):
-        mnt.mkdir(exist_ok=True)
-        proc = subprocess.Popen(command(mnt), stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **creds}, start_new_session=True)
+    def epoch_of_nodes(mnts, prefix, log, server_pid):
+        """One epoch of small/ on a fresh mount per node, all at once; each node's row once its writers are idle."""
+        procs, readers = [], []
         try:
+            for mnt in mnts:
+                mnt.mkdir(exist_ok=True)
+                procs.append(subprocess.Popen(command(mnt, prefix), stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **creds},
+                                              start_new_session=True))
             deadline = time.time() + 120
-            while not mounted(mnt):
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"os2g-shared: the first node's mount failed, see {log.name}")
-                time.sleep(0.05)
-            r = subprocess.run([PY, str(HERE / "workloads.py"), str(mnt), str(proc.pid), "small", "--readers", "4", "--epochs", "1",
-                                "--server-pid", str(server_pid)], check=True, capture_output=True, text=True, timeout=WORKLOAD_TIMEOUT_S)
-            last = None
-            while True:  # until its writers are idle: everything it fetched is in the tier
-                now = json.loads((mnt / ".os2g" / "stats").read_text())["agent"]["shared_cache"]
-                if now == last:
-                    break
-                last = now
-                time.sleep(1)
-            log.write(f"first node: {json.dumps(now)}\n")
+            for mnt, proc in zip(mnts, procs):
+                while not mounted(mnt):
+                    if proc.poll() is not None or time.time() > deadline:
+                        raise RuntimeError(f"os2g-shared: a node's mount failed, see {log.name}")
+                    time.sleep(0.05)
+            drop_caches()
+            readers = [subprocess.Popen([PY, str(HERE / "workloads.py"), str(mnt), str(proc.pid), "small", "--readers", "4",
+                                         "--epochs", "1", "--server-pid", str(server_pid)], stdout=subprocess.PIPE, text=True)
+                       for mnt, proc in zip(mnts, procs)]
+            rows = []
+            for mnt, reader in zip(mnts, readers):
+                out, _ = reader.communicate(timeout=WORKLOAD_TIMEOUT_S)
+                if reader.returncode != 0:
+                    raise RuntimeError(f"os2g-shared: a node's epoch failed (exit {reader.returncode})")
+                row = json.loads(out.strip().splitlines()[-1])
+                # the node's own origin GETs (the server's count is every node's)
+                row["gets"] = json.loads((mnt / ".os2g" / "stats").read_text())["agent"]["gets"]
+                rows.append(row)
+            for mnt in mnts:
+                last = None
+                while True:  # until its writers are idle: everything it fetched is in the tier
+                    now = json.loads((mnt / ".os2g" / "stats").read_text())["agent"]["shared_cache"]
+                    if now == last:
+                        break
+                    last = now
+                    time.sleep(1)
+                log.write(f"node {mnt.name}: {json.dumps(now)}\n")
+            return rows
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
-        # the first node's own epoch: what filling the tier cost it, and its GETs
-        return "first node: --shared-cache (signed), the tier empty, filling it", "small-4", json.loads(r.stdout.strip().splitlines()[-1])
+            for reader in readers:
+                if reader.poll() is None:
+                    reader.kill()
+            for proc in procs:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(60)
+
+    def first_nodes(mnt, log, server_pid):
+        together = epoch_of_nodes([mnt.with_name("node-a"), mnt.with_name("node-b")], "herd", log, server_pid)
+        first = epoch_of_nodes([mnt], "bench", log, server_pid)[0]
+        return [*((f"two nodes at once, node {n}: --shared-cache (signed), the tier empty", "small-4", row)
+                  for n, row in zip("ab", together)),
+                # the first node's own epoch: what filling the tier cost it, and its GETs
+                ("first node: --shared-cache (signed), the tier empty, filling it", "small-4", first)]
 
     return Target("os2g-shared", "second node: --shared-cache (signed) on a second server 1 ms away, filled by a first node's epoch",
-                  command, creds, only=SHARED_WORKLOADS, before=first_node)
+                  command, creds, only=SHARED_WORKLOADS, before=first_nodes)
 
 
 def os2g_targets(launcher, suffix, endpoint, work, creds):
@@ -569,8 +599,7 @@ def main():
                     with open(work / f"{target.name}.log", "a") as log:
                         before = target.before(work / "first-node", log, a.server_pid)
                     target.before = None
-                    if before is not None:
-                        flags, before_label, row = before
+                    for flags, before_label, row in before:
                         out.write(json.dumps({**row, "target": target.name, "flags": flags, "label": before_label}) + "\n")
                         print(f"{target.name:10} {flags[:30]:30} {before_label:10} {_summary(row)}", flush=True)
                 drop_caches()

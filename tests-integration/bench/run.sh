@@ -12,7 +12,8 @@
 # Without --quick, a second server serves the same data over HTTPS (a self-signed key) for one pair,
 # os2g-https and os2g-net-plain-https, on small-4, seq-4 and dataloader: where TLS to the store is paid.
 # os2g-shared is a second node of a cluster sharing a cache (--shared-cache on another server 1 ms away):
-# a first node's unmeasured epoch fills the tier, then small-4 and dataloader run on fresh mounts.
+# two nodes first read small/ at once over an empty tier (a row each, with its origin GETs), then a
+# first node's epoch fills the tier (its row), then small-4 and dataloader run on fresh mounts.
 # As root, os2g-net-veth puts the shim in a network namespace of its own (nsenter --net; its mount is
 # this host's) with a veth pair to the agent: the link crosses a network interface, as to a DPU.
 set -euo pipefail

@@ -16,10 +16,13 @@ public record AgentCounters(long gets, long getsInFlight, long retries, long fet
         public static final DirectoryPrefetch NONE = new DirectoryPrefetch(0, 0, 0, 0, 0);
     }
 
-    /** The shared tier's traffic: blocks read, missed, written behind the reads, dropped, and found bad; its failures. */
+    /**
+     * The shared tier's traffic: blocks read, missed, written behind the reads, dropped, and found bad;
+     * its failures; misses another node was filling, and those its block then served.
+     */
     public record SharedTier(long hits, long misses, long bytesRead, long writes, long bytesWritten, long writeDrops, long badBlocks,
-                             long errors) {
-        public static final SharedTier NONE = new SharedTier(0, 0, 0, 0, 0, 0, 0, 0);
+                             long errors, long awaitedFills, long awaitedFillHits) {
+        public static final SharedTier NONE = new SharedTier(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     }
 
     /** What the agent uploaded for files written through the mount (zeros for a mount that writes nothing). */

@@ -119,6 +119,10 @@ public final class PrometheusMetrics {
                 c -> c.shared().badBlocks());
         agentCounter(registry, series, labels, "os2g_shared_cache_errors", "Shared cache requests that failed, each bypassing the tier for a while",
                 c -> c.shared().errors());
+        agentCounter(registry, series, labels, "os2g_shared_cache_awaited_fills", "Shared cache misses another node was filling, waited for",
+                c -> c.shared().awaitedFills());
+        agentCounter(registry, series, labels, "os2g_shared_cache_awaited_fill_hits", "Awaited fills whose block arrived in time (an origin GET saved)",
+                c -> c.shared().awaitedFillHits());
         agentGauge(registry, series, labels, "os2g_gets_in_flight", "GET requests in flight now", AgentCounters::getsInFlight);
         agentGauge(registry, series, labels, "os2g_staging_capacity_bytes", "Size of the staging region", AgentCounters::stagingCapacityBytes);
         agentGauge(registry, series, labels, "os2g_staging_used_bytes", "Staging bytes holding staged or in-flight chunks",

@@ -78,7 +78,7 @@ final class GatewayStats {
         }
         SharedCache.Counters c = agent.sharedCache().counters();
         return new AgentCounters.SharedTier(c.hits(), c.misses(), c.bytesRead(), c.writes(), c.bytesWritten(), c.writeDrops(),
-                c.badBlocks(), c.errors());
+                c.badBlocks(), c.errors(), c.awaitedFills(), c.awaitedFillHits());
     }
 
     private static Map<String, Object> sharedCache(Agent agent) {
@@ -92,6 +92,8 @@ final class GatewayStats {
         m.put("write_drops", c.writeDrops());
         m.put("bad_blocks", c.badBlocks());
         m.put("errors", c.errors());
+        m.put("awaited_fills", c.awaitedFills());
+        m.put("awaited_fill_hits", c.awaitedFillHits());
         m.put("bypassed", c.bypassed());
         return m;
     }

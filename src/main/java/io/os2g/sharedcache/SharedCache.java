@@ -18,6 +18,7 @@ import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
@@ -39,8 +40,9 @@ import org.slf4j.LoggerFactory;
  * forged one is not: whoever can write the bucket can serve bytes. Writes go behind the reads, on a
  * few threads of their own with a bounded queue: a full queue drops the block (counted), never slows a
  * read. A tier that fails (unreachable, slow, refusing) is bypassed for {@link #BYPASS}, with one
- * rate-limited warning; reads go to the origin meanwhile. Eviction belongs to the cache bucket (a
- * lifecycle rule).
+ * rate-limited warning; reads go to the origin meanwhile. A node that misses a block claims its fill
+ * with an empty marker object created only if absent; a node that finds another's marker waits a little
+ * for the block instead of fetching it too. Eviction belongs to the cache bucket (a lifecycle rule).
  */
 public final class SharedCache implements AutoCloseable {
 
@@ -52,6 +54,7 @@ public final class SharedCache implements AutoCloseable {
     static final byte[] SIGNED = "OS2GBLKS".getBytes(StandardCharsets.US_ASCII);
     /** How a block's object name ends: the SHA-256 of its key, in hex. */
     private static final java.util.regex.Pattern BLOCK_NAME = java.util.regex.Pattern.compile("/[0-9a-f]{64}$");
+    private static final java.util.regex.Pattern BLOCK_OR_MARKER = java.util.regex.Pattern.compile("/[0-9a-f]{64}(\\.filling)?$");
     /** Magic, the name's SHA-256, the length, the MAC (or the CRC32C in its first 4 bytes). */
     static final int HEADER = 8 + 32 + 8 + 32;
     /** How long a failing tier is left alone. */
@@ -65,11 +68,16 @@ public final class SharedCache implements AutoCloseable {
     static final long WRITE_BYTES = 64L << 20;
     /** PUTs in flight at once. */
     static final int WRITERS = 8;
+    /** How a fill marker's name ends: the block's name and this. */
+    static final String FILL_MARKER = ".filling";
+    /** The first wait for a block another node is filling (jittered, doubling), and the most in all. */
+    static final Duration AWAIT_FIRST = Duration.ofMillis(20);
+    static final Duration AWAIT_FILL = Duration.ofMillis(500);
 
     /** Counters of the tier, read at one moment. */
     public record Counters(long hits, long misses, long bytesRead, long writes, long bytesWritten, long writeDrops,
-                           long badBlocks, long errors, boolean bypassed) {
-        public static final Counters NONE = new Counters(0, 0, 0, 0, 0, 0, 0, 0, false);
+                           long badBlocks, long errors, long awaitedFills, long awaitedFillHits, boolean bypassed) {
+        public static final Counters NONE = new Counters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false);
     }
 
     private final MinioObjectStore store;
@@ -86,6 +94,10 @@ public final class SharedCache implements AutoCloseable {
     private final LongAdder writeDrops = new LongAdder();
     private final LongAdder badBlocks = new LongAdder();
     private final LongAdder errors = new LongAdder();
+    private final LongAdder awaited = new LongAdder();
+    private final LongAdder awaitedHits = new LongAdder();
+    /** Cleared when the tier refuses conditional writes: every node then fetches what it misses. */
+    private volatile boolean claims = true;
     private final java.util.concurrent.atomic.AtomicLong pendingBytes = new java.util.concurrent.atomic.AtomicLong();
     private volatile long bypassUntil;
 
@@ -117,12 +129,48 @@ public final class SharedCache implements AutoCloseable {
      * Fills {@code sink} with the block of {@code key} if the tier has a good copy; false otherwise (a
      * miss, a block that does not verify, or a tier that fails or is being bypassed). The sink may have
      * been given part of a bad copy: it starts over for the origin.
+     *
+     * <p>On a miss this node claims the fill (a marker object created only if absent): false means the
+     * caller fetches from the origin and {@link #admit}s the block. When another node holds the claim,
+     * this one reads the tier again after jittered waits, up to {@link #AWAIT_FILL}, before it goes to
+     * the origin itself, so nodes that start one epoch together fetch each block about once.
      */
     public boolean read(BlockKey key, DiskCache.BlockSink sink) {
         if (bypassed()) {
             return false;
         }
         String name = key.fileName();
+        Found found = readBlock(key, name, sink);
+        if (found != Found.MISSING) {
+            return found == Found.HIT;
+        }
+        misses.increment();
+        if (claim(name)) {
+            return false;
+        }
+        awaited.increment();
+        long waited = 0;
+        for (long step = AWAIT_FIRST.toNanos(); waited < AWAIT_FILL.toNanos() && found == Found.MISSING; step *= 2) {
+            long nanos = Math.min(AWAIT_FILL.toNanos() - waited, step / 2 + ThreadLocalRandom.current().nextLong(step));
+            try {
+                TimeUnit.NANOSECONDS.sleep(nanos);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+            waited += nanos;
+            found = readBlock(key, name, sink);
+        }
+        if (found == Found.HIT) {
+            awaitedHits.increment();
+        }
+        return found == Found.HIT;
+    }
+
+    /** What one read of a block's object found. */
+    private enum Found { HIT, MISSING, UNUSABLE }
+
+    private Found readBlock(BlockKey key, String name, DiskCache.BlockSink sink) {
         byte[] digest = HexFormat.of().parseHex(name);
         try {
             store.get(objectName(name), 0, HEADER + key.length(), "", body -> {
@@ -139,10 +187,10 @@ public final class SharedCache implements AutoCloseable {
             });
             hits.increment();
             bytesRead.add(key.length());
-            return true;
+            return Found.HIT;
         } catch (StoreException e) {
             if (e.kind() == StoreException.Kind.NOT_FOUND) {
-                misses.increment();
+                return Found.MISSING;
             } else if (e.kind() == StoreException.Kind.PROTOCOL || causedByBadBlock(e)) {
                 // a block shorter or longer than its header says, or one that does not verify
                 badBlocks.increment();
@@ -150,7 +198,31 @@ public final class SharedCache implements AutoCloseable {
             } else {
                 failed(e);
             }
-            return false;
+            return Found.UNUSABLE;
+        }
+    }
+
+    /**
+     * Claims the fill of the block named {@code name}: true when this node should fetch it (its marker
+     * is new, or the tier cannot tell), false when another node's marker is there. A marker outlives its
+     * fill (the lifecycle rule removes both): a node that finds the block missing past the wait fetches
+     * and writes it itself.
+     */
+    private boolean claim(String name) {
+        if (!claims) {
+            return true;
+        }
+        try {
+            return store.createIfAbsent(objectName(name) + FILL_MARKER);
+        } catch (StoreException e) {
+            if (e.kind() == StoreException.Kind.PROTOCOL || e.kind() == StoreException.Kind.ACCESS_DENIED) {
+                claims = false;
+                LOG.info("the shared cache at {} does not take conditional writes ({}): nodes fetch what they miss without "
+                        + "waiting for each other's fills", store.endpoint(), e.getMessage());
+            } else {
+                failed(e);
+            }
+            return true;
         }
     }
 
@@ -232,7 +304,7 @@ public final class SharedCache implements AutoCloseable {
     /** Lists the blocks under {@code prefix} of the cache bucket {@code store} reads. */
     public static Summary summarize(MinioObjectStore store, String prefix) {
         long[] s = {0, 0, Long.MAX_VALUE, 0};
-        forEachBlock(store, prefix, o -> {
+        forEachObject(store, prefix, BLOCK_NAME, o -> {
             s[0]++;
             s[1] += Math.max(0, o.size() - HEADER);
             s[2] = Math.min(s[2], o.lastModifiedMillis());
@@ -241,25 +313,31 @@ public final class SharedCache implements AutoCloseable {
         return new Summary(s[0], s[1], s[0] == 0 ? 0 : s[2], s[3]);
     }
 
-    /** Deletes every block under {@code prefix} (nodes fetch them from the origin again); returns how many. */
+    /**
+     * Deletes every block under {@code prefix} (nodes fetch them from the origin again) and every fill
+     * marker (left, they would make the next misses wait); returns how many blocks.
+     */
     public static long clear(MinioObjectStore store, String prefix) {
         long[] removed = {0};
-        forEachBlock(store, prefix, o -> {
+        forEachObject(store, prefix, BLOCK_OR_MARKER, o -> {
             store.deleteObject(o.key());
-            removed[0]++;
+            if (BLOCK_NAME.matcher(o.key()).find()) {
+                removed[0]++;
+            }
         });
         return removed[0];
     }
 
-    private static void forEachBlock(MinioObjectStore store, String prefix, java.util.function.Consumer<io.os2g.store.ObjectSummary> each) {
+    private static void forEachObject(MinioObjectStore store, String prefix, java.util.regex.Pattern names,
+                                      java.util.function.Consumer<io.os2g.store.ObjectSummary> each) {
         for (String fanOut : store.list(prefix + LAYOUT).commonPrefixes()) {
-            store.list(fanOut).objects().stream().filter(o -> BLOCK_NAME.matcher(o.key()).find()).forEach(each);
+            store.list(fanOut).objects().stream().filter(o -> names.matcher(o.key()).find()).forEach(each);
         }
     }
 
     public Counters counters() {
         return new Counters(hits.sum(), misses.sum(), bytesRead.sum(), writes.sum(), bytesWritten.sum(), writeDrops.sum(),
-                badBlocks.sum(), errors.sum(), bypassed());
+                badBlocks.sum(), errors.sum(), awaited.sum(), awaitedHits.sum(), bypassed());
     }
 
     /** Waits a little for the blocks queued to be written, then stops. */

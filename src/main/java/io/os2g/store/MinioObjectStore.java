@@ -390,6 +390,27 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
         });
     }
 
+    /**
+     * Creates {@code key} empty unless it exists (a conditional PUT, {@code If-None-Match: *}): true when
+     * this call created it, false when it was there. A store that ignores the condition answers true.
+     */
+    public boolean createIfAbsent(String key) {
+        Map<String, String> absent = Map.of("If-None-Match", "*");
+        return withRetries("put", key, () -> {
+            try {
+                streamedOrSigned(key, Map.of(), absent, Body.of(new byte[0]),
+                        bytes -> target.client().putObject(PutObjectArgs.builder().bucket(config.bucket()).object(key)
+                                .stream(new java.io.ByteArrayInputStream(bytes), bytes.length, -1).extraHeaders(absent).build()).etag());
+                return true;
+            } catch (StoreException e) {
+                if (e.kind() == StoreException.Kind.CHANGED) {
+                    return false;
+                }
+                throw e;
+            }
+        });
+    }
+
     @Override
     public String startUpload(String key) {
         return withRetries("create-upload", key, () -> {
@@ -423,15 +444,20 @@ public final class MinioObjectStore implements ObjectStore, ObjectUploads {
      * then on. Returns the ETag.
      */
     private String streamedOrSigned(String key, Map<String, String> query, Body body, SignedPut signed) {
+        return streamedOrSigned(key, query, Map.of(), body, signed);
+    }
+
+    private String streamedOrSigned(String key, Map<String, String> query, Map<String, String> headers, Body body, SignedPut signed) {
         StoreException refused = null;
         if (streamedPuts) {
             try {
-                String etag = target.streamedPut().put(key, query, body);
+                String etag = target.streamedPut().put(key, query, headers, body);
                 streamedPutWorked = true;
                 return etag;
             } catch (Exception e) {
                 StoreException failure = classify(e, key);
-                if (failure.retryable() || streamedPutWorked) {
+                // a condition that did not hold is the store's answer, not a refusal of the way
+                if (failure.retryable() || streamedPutWorked || failure.kind() == StoreException.Kind.CHANGED) {
                     throw failure;
                 }
                 refused = failure;

@@ -148,7 +148,7 @@ final class SocketHttp implements AutoCloseable {
             throw new IllegalArgumentException("plain HTTP only: " + request.url());
         }
         byte[] head = requestHead(request.newBuilder().header("Content-Length", Integer.toString(body.length())).build());
-        return onConnection(request.url(), connection -> {
+        Object answered = onConnection(request.url(), connection -> {
             ByteBuffer out = ByteBuffer.wrap(head);
             while (out.hasRemaining()) {
                 connection.channel.write(out);
@@ -157,16 +157,22 @@ final class SocketHttp implements AutoCloseable {
             Head answer = connection.readHead();
             long contentLength = answer.contentLength();
             byte[] text = new Body(connection, contentLength < 0 ? 0 : Math.min(contentLength, ErrorAnswer.MAX_BODY)).readAllBytes();
+            boolean reusable = contentLength >= 0 && text.length == contentLength && answer.keepAlive();
             if (answer.status() != 200) {
-                throw ErrorAnswer.of(answer.status(), text, answer.header(ErrorAnswer.REGION_HEADER)).failure(what);
+                // a whole error answer leaves the connection fit for the next request (a conditional PUT's 412)
+                return new Outcome<Object>(ErrorAnswer.of(answer.status(), text, answer.header(ErrorAnswer.REGION_HEADER)).failure(what),
+                        reusable);
             }
             String etag = answer.header("etag");
             if (etag == null) {
                 throw new StoreException(StoreException.Kind.PROTOCOL, "PUT answered without an ETag: " + what, null);
             }
-            boolean whole = contentLength >= 0 && text.length == contentLength;
-            return new Outcome<>(ObjectSummary.unquote(etag), whole && answer.keepAlive());
+            return new Outcome<Object>(ObjectSummary.unquote(etag), reusable);
         });
+        if (answered instanceof StoreException failure) {
+            throw failure;
+        }
+        return (String) answered;
     }
 
     /** Returns whether the connection may serve another GET. */

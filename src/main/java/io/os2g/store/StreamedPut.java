@@ -39,18 +39,18 @@ final class StreamedPut {
 
     /**
      * PUTs {@code body} to {@code key} with {@code query} (empty for a whole object; partNumber and
-     * uploadId for a part); returns the ETag the store answered, without quotes.
+     * uploadId for a part) and {@code headers} (a condition); returns the ETag the store answered,
+     * without quotes.
      */
-    String put(String key, Map<String, String> query, ObjectUploads.Body body) throws IOException {
+    String put(String key, Map<String, String> query, Map<String, String> headers, ObjectUploads.Body body) throws IOException {
         String what = "bucket=" + endpoint.bucket() + ", key=" + key + " " + query.keySet();
         SocketHttp socket = sockets.get();
+        Request.Builder builder = new Request.Builder().url(endpoint.object(key, query));
+        headers.forEach(builder::header);
         if (socket != null) {
-            Request request = endpoint.sign(new Request.Builder().url(endpoint.object(key, query)).put(NO_BODY),
-                    SigV4.UNSIGNED_PAYLOAD);
-            return socket.put(request, body, what);
+            return socket.put(endpoint.sign(builder.put(NO_BODY), SigV4.UNSIGNED_PAYLOAD), body, what);
         }
-        Request request = endpoint.sign(new Request.Builder().url(endpoint.object(key, query)).put(requestBody(body)),
-                SigV4.UNSIGNED_PAYLOAD);
+        Request request = endpoint.sign(builder.put(requestBody(body)), SigV4.UNSIGNED_PAYLOAD);
         try (Response response = http.newCall(request).execute()) {
             if (response.code() != 200) {
                 throw ErrorAnswer.of(response).failure(what);

@@ -2,11 +2,14 @@ package io.os2g.agent;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import io.minio.ListObjectsArgs;
 import io.minio.Result;
 import io.minio.messages.Item;
+import io.os2g.diskcache.BlockKey;
 import io.os2g.diskcache.BlockSigner;
 import io.os2g.namespace.Namespace;
 import io.os2g.namespace.Node;
@@ -44,6 +47,8 @@ import org.junit.jupiter.api.io.TempDir;
 class AgentSharedCacheTest {
 
     private static final int CHUNK = 256 * 1024;
+    /** The origin as the nodes' blocks name it. */
+    private static final String SCOPE = "http://s3proxy data";
 
     @RegisterExtension
     final S3ProxyExtension proxy = S3Fixture.newProxy();
@@ -79,8 +84,7 @@ class AgentSharedCacheTest {
         StagingRegion region = StagingRegion.create(StagingConfig.of(tmp.resolve("node" + nodes++), 4L << 20, Duration.ofSeconds(5)));
         ExtentIndex index = new ExtentIndex(region, CHUNK);
         Namespace namespace = new Namespace(origin, "", Duration.ofMinutes(5));
-        Agent agent = new Agent(origin, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 0), namespace, null, tier,
-                "http://s3proxy data");
+        Agent agent = new Agent(origin, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 0), namespace, null, tier, SCOPE);
         closing.add(origin);
         closing.add(region);
         closing.add(namespace::close);
@@ -220,6 +224,62 @@ class AgentSharedCacheTest {
         ClusterNode second = node();
         assertArrayEquals(changed, read(second, file(second, "d/v.bin", 2)));
         assertEquals(2, second.origin().getCount(), "a new ETag names other blocks");
+    }
+
+    @Test
+    void aNodeThatMissesABlockAnotherNodeIsFillingWaitsForItRatherThanTheOrigin() throws Exception {
+        byte[] h = S3Fixture.bytes(CHUNK / 2, 13);
+        byte[] k = S3Fixture.bytes(CHUNK / 3, 14);
+        s3.put("data", "d/h.bin", h).put("data", "d/k.bin", k);
+        SharedCache filler = new SharedCache(s3.store("cache"), "train/", null);
+        closing.add(filler);
+        ClusterNode reader = node();
+        Node.File hFile = file(reader, "d/h.bin", 2);
+        BlockKey hBlock = new BlockKey(SCOPE, hFile.key(), hFile.etag(), 0, hFile.size());
+        assertFalse(filler.read(hBlock, in -> fail("nothing in the tier yet")), "a miss: the filler claims the block");
+        // the filler's origin GET ends and its block is written while the reader waits
+        Thread fill = Thread.ofPlatform().start(() -> {
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException e) {
+                return;
+            }
+            filler.admit(hBlock, target -> {
+                target.put(h);
+                return true;
+            });
+        });
+        assertArrayEquals(h, read(reader, hFile));
+        fill.join();
+        assertEquals(0, reader.origin().getCount(), "the block the other node fetched, no GET of its own");
+        assertEquals(1, reader.tier().counters().awaitedFills());
+        assertEquals(1, reader.tier().counters().awaitedFillHits());
+
+        // a claim whose block never comes (its node went away): the wait ends, the reader fetches and writes it
+        Node.File kFile = file(reader, "d/k.bin", 3);
+        assertFalse(filler.read(new BlockKey(SCOPE, kFile.key(), kFile.etag(), 0, kFile.size()), in -> fail("not there")));
+        assertArrayEquals(k, read(reader, kFile));
+        assertEquals(1, reader.origin().getCount());
+        assertEquals(2, reader.tier().counters().awaitedFills());
+        assertEquals(1, reader.tier().counters().awaitedFillHits());
+        blocks(2);
+        ClusterNode next = node();
+        assertArrayEquals(k, read(next, file(next, "d/k.bin", 3)));
+        assertEquals(0, next.origin().getCount(), "written by the node that waited in vain");
+        assertEquals(0, next.tier().counters().awaitedFills(), "a hit waits for nothing");
+
+        assertEquals(2, SharedCache.clear(s3.store("cache"), "train/"));
+        assertTrue(blocksAndMarkers().isEmpty(), "clear removes the fill markers too: " + blocksAndMarkers());
+    }
+
+    private List<String> blocksAndMarkers() throws Exception {
+        List<String> names = new ArrayList<>();
+        for (Result<Item> r : s3.client().listObjects(ListObjectsArgs.builder().bucket("cache").prefix("train/").recursive(true).build())) {
+            if (r.get().objectName().matches(".*/[0-9a-f]{64}(\\.filling)?")) {
+                names.add(r.get().objectName());
+            }
+        }
+        return names;
     }
 
     @Test

@@ -2,8 +2,10 @@ package io.os2g.store;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
 import io.os2g.support.S3Fixture;
@@ -114,6 +116,23 @@ class SocketHttpTest {
                 assertEquals(StoreException.Kind.NOT_FOUND, e.kind());
             }
             assertEquals(2, scripted.connections.get());
+        }
+    }
+
+    @Test
+    void aConditionalCreateIsTrueOnceThenFalseOnPreconditionFailedOnOneKeptConnection() throws Exception {
+        AtomicInteger answered = new AtomicInteger();
+        scripted = new ScriptedServer(request -> answered.getAndIncrement() == 0
+                ? "HTTP/1.1 200 OK\r\nETag: \"e\"\r\nContent-Length: 0\r\n\r\n"
+                : ScriptedServer.answer("HTTP/1.1 412 Precondition Failed", "<?xml version=\"1.0\"?><Error><Code>PreconditionFailed</Code></Error>"), 0);
+        try (MinioObjectStore store = scripted.store()) {
+            assertTrue(store.createIfAbsent("m"));
+            assertTrue(scripted.lastRequest.startsWith("PUT /data/m ") && scripted.lastRequest.contains("\r\nIf-None-Match: *\r\n")
+                    && scripted.lastRequest.contains("\r\nContent-Length: 0\r\n"), scripted.lastRequest);
+            assertFalse(store.createIfAbsent("m"), "there already");
+            assertFalse(store.createIfAbsent("m"));
+            assertEquals(3, scripted.requests.get(), "a condition that did not hold is an answer, not retried");
+            assertEquals(1, scripted.connections.get(), "a whole error answer leaves the connection kept");
         }
     }
 
