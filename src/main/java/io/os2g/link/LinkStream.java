@@ -4,7 +4,6 @@ import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.nio.channels.Channels;
 import java.nio.channels.ReadableByteChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.channels.WritableByteChannel;
@@ -13,7 +12,7 @@ import javax.net.ssl.SSLSocket;
 /**
  * One connected link, whatever carries it: streams for frames, and channels over the same bytes for
  * the bulk bytes that follow a post (a socket channel reads into and sends from native memory; over
- * TLS the channels wrap the streams).
+ * TLS the channels wrap the streams, {@link StreamChannels}).
  *
  * @param peer who is at the other end, for log lines
  * @param encrypted whether the bytes are encrypted on the way (TLS), for stats
@@ -31,7 +30,7 @@ record LinkStream(InputStream in, OutputStream out, ReadableByteChannel rawIn, W
     static LinkStream of(SSLSocket socket, String peer) throws IOException {
         InputStream in = socket.getInputStream();
         OutputStream out = socket.getOutputStream();
-        return new LinkStream(in, out, Channels.newChannel(in), Channels.newChannel(out), socket, peer, true);
+        return new LinkStream(in, out, StreamChannels.readable(in), StreamChannels.writable(out), socket, peer, true);
     }
 
     @Override

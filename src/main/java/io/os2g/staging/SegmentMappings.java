@@ -92,6 +92,11 @@ final class SegmentMappings implements AutoCloseable {
         return pages.asByteBuffer();
     }
 
+    /** {@code length} bytes at {@code offset} of segment {@code segment}, which hold a chunk, as a buffer to read from. */
+    ByteBuffer readable(int segment, long offset, long length) {
+        return mapped[segment].asSlice(offset, length).asByteBuffer().asReadOnlyBuffer();
+    }
+
     private void populate(int segment, MemorySegment pages) throws IOException {
         MemorySegment state = CALL_STATES.get();
         int rc;

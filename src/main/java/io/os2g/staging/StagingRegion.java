@@ -185,9 +185,10 @@ public final class StagingRegion implements AutoCloseable {
     }
 
     /**
-     * Sends {@code length} bytes from {@code offset} of the run of {@code pages} to {@code channel} (a
-     * socket): sendfile(2) from the segment files, no copy through this process. Each call opens the
-     * segments it needs for itself: an interrupt closes only its own channels.
+     * Sends {@code length} bytes from {@code offset} of the run of {@code pages} to {@code channel}: to a
+     * socket with sendfile(2) from the segment files, no copy through this process; to another channel
+     * (a TLS stream's) from the mapped pages. Each call opens the segments it needs for itself: an
+     * interrupt closes only its own channels.
      */
     void transferTo(int[] pages, long offset, long length, WritableByteChannel channel) throws IOException {
         java.util.Map<Integer, FileChannel> open = new java.util.HashMap<>();
@@ -198,12 +199,20 @@ public final class StagingRegion implements AutoCloseable {
                     return;
                 }
                 try {
+                    long at = offsetInSegment(page) + within;
+                    if (!(channel instanceof java.nio.channels.SelectableChannel) && !(channel instanceof FileChannel)) {
+                        // a stream's channel (TLS) takes the mapped pages whole: the JDK's transfer would hand it 8 KiB at a time
+                        java.nio.ByteBuffer run = mappings().readable(page / pagesPerSegment, at, n);
+                        while (run.hasRemaining()) {
+                            channel.write(run);
+                        }
+                        return;
+                    }
                     FileChannel segment = open.get(page / pagesPerSegment);
                     if (segment == null) {
                         segment = FileChannel.open(files.get(page / pagesPerSegment), StandardOpenOption.READ);
                         open.put(page / pagesPerSegment, segment);
                     }
-                    long at = offsetInSegment(page) + within;
                     for (long sent = 0; sent < n; ) {
                         long k = segment.transferTo(at + sent, n - sent, channel);
                         if (k <= 0) {
