@@ -25,11 +25,15 @@ public record BlockKey(String scope, String key, String etag, long offset, long 
 
     /** The block file's name: SHA-256 of {@link #canonical}, in hex. */
     public String fileName() {
+        return HexFormat.of().formatHex(SHA256.get().digest(canonical().getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /** Each thread's digest (looking one up by name costs more than hashing a key); digest() leaves it reset. */
+    private static final ThreadLocal<MessageDigest> SHA256 = ThreadLocal.withInitial(() -> {
         try {
-            byte[] digest = MessageDigest.getInstance("SHA-256").digest(canonical().getBytes(StandardCharsets.UTF_8));
-            return HexFormat.of().formatHex(digest);
+            return MessageDigest.getInstance("SHA-256");
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
-    }
+    });
 }
