@@ -16,6 +16,7 @@ import io.os2g.link.ReadRequest;
 import io.os2g.link.SocketLink;
 import io.os2g.namespace.InodeTable;
 import io.os2g.staging.ChunkKey;
+import io.os2g.staging.Restaging;
 import io.os2g.staging.StagingView;
 import io.os2g.store.ObjectSummary;
 import io.os2g.support.LinkCerts;
@@ -100,12 +101,11 @@ class NetworkLinkTest {
         long handle = link.open(new OpenRequest(inode, object.key(), object.etag(), object.size()));
         byte[] got = new byte[(int) object.size()];
         for (long at = 0; at < object.size(); at += CHUNK) {
-            // as a reader does (Restaging): in a region this small, readahead may have recalled the chunk already
-            byte[] chunk = null;
-            for (int attempt = 0; chunk == null && attempt < 5; attempt++) {
-                link.stage(new ReadRequest(handle, at, Math.min(CHUNK, object.size() - at))).get(10, TimeUnit.SECONDS);
-                chunk = StagedBytes.read(link.staging(), new ChunkKey(inode, at / CHUNK), object.etag());
-            }
+            // as a reader does: in a region this small, readahead may have recalled the chunk already
+            ReadRequest read = new ReadRequest(handle, at, Math.min(CHUNK, object.size() - at));
+            ChunkKey key = new ChunkKey(inode, at / CHUNK);
+            byte[] chunk = Restaging.stageAndPin(timeout -> link.stage(read).get(timeout, TimeUnit.NANOSECONDS),
+                    () -> StagedBytes.read(link.staging(), key, object.etag()), System.nanoTime() + TimeUnit.SECONDS.toNanos(10));
             assertNotNull(chunk, "chunk " + at / CHUNK + " posted into the host's region");
             System.arraycopy(chunk, 0, got, (int) at, chunk.length);
         }
