@@ -1,5 +1,6 @@
 package io.os2g.diskcache;
 
+import io.os2g.PerThread;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -55,10 +56,13 @@ final class BlockFile {
     /** Writes {@code data} (position to limit) as the block of {@code key} into {@code file}, which must not exist. */
     static void write(Path file, BlockKey key, ByteBuffer data, BlockSigner signer) throws IOException {
         byte[] keyHash = HexFormat.of().parseHex(key.fileName());
-        Mac mac = start(signer, keyHash, data.remaining());
-        mac.update(data.duplicate());
+        byte[] check;
+        try (PerThread.Lease<Mac> mac = start(signer, keyHash, data.remaining())) {
+            mac.value().update(data.duplicate());
+            check = mac.value().doFinal();
+        }
         ByteBuffer header = ByteBuffer.allocate(HEADER).order(ByteOrder.LITTLE_ENDIAN);
-        header.put(MAGIC).putLong(data.remaining()).put(mac.doFinal()).put(keyHash).flip();
+        header.put(MAGIC).putLong(data.remaining()).put(check).put(keyHash).flip();
         try (FileChannel out = FileChannel.open(file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
                 LinkOption.NOFOLLOW_LINKS), OWNER_ONLY)) {
             ByteBuffer bytes = data.duplicate();
@@ -70,10 +74,10 @@ final class BlockFile {
     }
 
     /** A MAC begun over what names the block: its key's hash and its length. */
-    private static Mac start(BlockSigner signer, byte[] keyHash, long length) {
-        Mac mac = signer.mac();
-        mac.update(keyHash);
-        mac.update(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, length).array());
+    private static PerThread.Lease<Mac> start(BlockSigner signer, byte[] keyHash, long length) {
+        PerThread.Lease<Mac> mac = signer.mac();
+        mac.value().update(keyHash);
+        mac.value().update(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, length).array());
         return mac;
     }
 
@@ -131,15 +135,17 @@ final class BlockFile {
      */
     static final class Reader extends InputStream implements ReadableByteChannel {
         private final FileChannel in;
+        private final PerThread.Lease<Mac> lease;
         private final Mac mac;
         private final byte[] expected;
         private final long lastUsedMillis;
         private long left;
 
-        private Reader(FileChannel in, long length, Mac mac, byte[] expected, long lastUsedMillis) {
+        private Reader(FileChannel in, long length, PerThread.Lease<Mac> mac, byte[] expected, long lastUsedMillis) {
             this.in = in;
             this.left = length;
-            this.mac = mac;
+            this.lease = mac;
+            this.mac = mac.value();
             this.expected = expected;
             this.lastUsedMillis = lastUsedMillis;
         }
@@ -205,8 +211,10 @@ final class BlockFile {
             return in.isOpen();
         }
 
+        /** Closes the file and gives the MAC back: nothing reads or verifies after this. */
         @Override
         public void close() throws IOException {
+            lease.close();
             in.close();
         }
     }

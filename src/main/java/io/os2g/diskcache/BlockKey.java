@@ -1,5 +1,6 @@
 package io.os2g.diskcache;
 
+import io.os2g.PerThread;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -25,11 +26,13 @@ public record BlockKey(String scope, String key, String etag, long offset, long 
 
     /** The block file's name: SHA-256 of {@link #canonical}, in hex. */
     public String fileName() {
-        return HexFormat.of().formatHex(SHA256.get().digest(canonical().getBytes(StandardCharsets.UTF_8)));
+        try (PerThread.Lease<MessageDigest> sha256 = SHA256.take()) {
+            return HexFormat.of().formatHex(sha256.value().digest(canonical().getBytes(StandardCharsets.UTF_8)));
+        }
     }
 
-    /** Each thread's digest (looking one up by name costs more than hashing a key); digest() leaves it reset. */
-    private static final ThreadLocal<MessageDigest> SHA256 = ThreadLocal.withInitial(() -> {
+    /** Digests kept for reuse (looking one up by name costs more than hashing a key); digest() leaves one reset. */
+    private static final PerThread<MessageDigest> SHA256 = PerThread.withInitial(() -> {
         try {
             return MessageDigest.getInstance("SHA-256");
         } catch (NoSuchAlgorithmException e) {

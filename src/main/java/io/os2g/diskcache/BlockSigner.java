@@ -1,5 +1,6 @@
 package io.os2g.diskcache;
 
+import io.os2g.PerThread;
 import io.os2g.PrivateDirectory;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -33,11 +34,11 @@ public final class BlockSigner {
     public static final int LENGTH = 32;
 
     private final SecretKeySpec secret;
-    private final ThreadLocal<Mac> macs;
+    private final PerThread<Mac> macs;
 
     private BlockSigner(byte[] secret) {
         this.secret = new SecretKeySpec(secret, ALGORITHM);
-        this.macs = ThreadLocal.withInitial(this::newMac);
+        this.macs = PerThread.withInitial(this::newMac);
     }
 
     /** The secret of the cache in {@code root}, made there by the first process (a new file linked into place, so every process reads the same). */
@@ -72,7 +73,7 @@ public final class BlockSigner {
             throw new IOException(file + " holds " + secret.position() + " bytes, not a secret of " + LENGTH);
         }
         BlockSigner signer = new BlockSigner(secret.array().clone());
-        signer.mac().doFinal(); // loads the MAC's classes and library now, not in the first block's write
+        signer.load();
         return signer;
     }
 
@@ -82,14 +83,21 @@ public final class BlockSigner {
             throw new IllegalArgumentException("a secret of " + secret.length + " bytes, not at least " + LENGTH);
         }
         BlockSigner signer = new BlockSigner(secret.clone());
-        signer.mac().doFinal();
+        signer.load();
         return signer;
     }
 
-    /** This thread's MAC, reset, keyed with the cache's secret. */
-    public Mac mac() {
-        Mac mac = macs.get();
-        mac.reset();
+    /** Loads the MAC's classes and library now, not in the first block's write. */
+    private void load() {
+        try (PerThread.Lease<Mac> mac = mac()) {
+            mac.value().doFinal();
+        }
+    }
+
+    /** A MAC, reset, keyed with the cache's secret, for the caller's use until the lease closes. */
+    public PerThread.Lease<Mac> mac() {
+        PerThread.Lease<Mac> mac = macs.take();
+        mac.value().reset();
         return mac;
     }
 

@@ -2,6 +2,7 @@ package io.os2g.diskcache;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import io.os2g.PerThread;
 import io.os2g.PrivateDirectory;
 import io.os2g.WarningLimiter;
 import java.io.IOException;
@@ -86,7 +87,7 @@ public final class DiskCache implements AutoCloseable {
     }
 
     /** Each caller's buffer for checksumming a block it hands on unread ({@link #verifiedFile}). */
-    private final ThreadLocal<ByteBuffer> verifyBuffers = ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(64 << 10));
+    private final PerThread<ByteBuffer> verifyBuffers = PerThread.withInitial(() -> ByteBuffer.allocateDirect(64 << 10));
 
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
@@ -262,8 +263,9 @@ public final class DiskCache implements AutoCloseable {
             return file;
         }
         long lastUsed;
-        try (BlockFile.Reader in = BlockFile.open(file, key, signer)) {
-            in.readToEndAndVerify(verifyBuffers.get());
+        try (BlockFile.Reader in = BlockFile.open(file, key, signer);
+             PerThread.Lease<ByteBuffer> buffer = verifyBuffers.take()) {
+            in.readToEndAndVerify(buffer.value());
             lastUsed = in.lastUsedMillis();
         } catch (NoSuchFileException e) {
             misses.increment();

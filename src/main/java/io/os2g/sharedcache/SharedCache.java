@@ -1,5 +1,6 @@
 package io.os2g.sharedcache;
 
+import io.os2g.PerThread;
 import io.os2g.WarningLimiter;
 import io.os2g.diskcache.BlockKey;
 import io.os2g.diskcache.BlockSigner;
@@ -179,10 +180,11 @@ public final class SharedCache implements AutoCloseable {
                         || header.getLong(40) != key.length()) {
                     throw new BadBlock("header");
                 }
-                Check check = check(digest, key.length());
-                sink.fill(new CheckedStream(body, key.length(), check));
-                if (!MessageDigest.isEqual(check.value(), Arrays.copyOfRange(header.array(), 48, HEADER))) {
-                    throw new BadBlock(signer == null ? "checksum" : "signature");
+                try (Check check = check(digest, key.length())) {
+                    sink.fill(new CheckedStream(body, key.length(), check));
+                    if (!MessageDigest.isEqual(check.value(), Arrays.copyOfRange(header.array(), 48, HEADER))) {
+                        throw new BadBlock(signer == null ? "checksum" : "signature");
+                    }
                 }
             });
             hits.increment();
@@ -273,9 +275,10 @@ public final class SharedCache implements AutoCloseable {
         }
         String name = key.fileName();
         byte[] digest = HexFormat.of().parseHex(name);
-        Check check = check(digest, key.length());
-        check.update(object, HEADER, (int) key.length());
-        ByteBuffer.wrap(object).put(magic()).put(digest).putLong(key.length()).put(check.value());
+        try (Check check = check(digest, key.length())) {
+            check.update(object, HEADER, (int) key.length());
+            ByteBuffer.wrap(object).put(magic()).put(digest).putLong(key.length()).put(check.value());
+        }
         try {
             store.putObject(objectName(name), ObjectUploads.Body.of(object));
             writes.increment();
@@ -372,13 +375,17 @@ public final class SharedCache implements AutoCloseable {
         return signer == null ? CHECKSUMMED : SIGNED;
     }
 
-    /** What vouches for a block's bytes, fed as they pass: 32 bytes at the end. */
-    private interface Check {
+    /** What vouches for a block's bytes, fed as they pass: 32 bytes at the end; closed once its value is taken. */
+    private interface Check extends AutoCloseable {
         void update(byte[] bytes, int offset, int length);
 
         void update(ByteBuffer bytes);
 
         byte[] value();
+
+        @Override
+        default void close() {
+        }
     }
 
     /** A block's check: HMAC-SHA256 with the secret over its name's digest, length and bytes; else CRC32C of the bytes. */
@@ -402,7 +409,8 @@ public final class SharedCache implements AutoCloseable {
                 }
             };
         }
-        Mac mac = signer.mac();
+        PerThread.Lease<Mac> lease = signer.mac();
+        Mac mac = lease.value();
         mac.update(digest);
         mac.update(ByteBuffer.allocate(8).putLong(length).array());
         return new Check() {
@@ -419,6 +427,11 @@ public final class SharedCache implements AutoCloseable {
             @Override
             public byte[] value() {
                 return mac.doFinal();
+            }
+
+            @Override
+            public void close() {
+                lease.close();
             }
         };
     }

@@ -1,5 +1,6 @@
 package io.os2g.staging;
 
+import io.os2g.PerThread;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -58,12 +59,12 @@ final class SegmentFiles implements AutoCloseable {
     private static final MethodHandle CLOSE = LINKER.downcallHandle(LINKER.defaultLookup().find("close").orElseThrow(),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
 
-    /** errno of the calling thread's last transfer; critical calls take no allocation on the read path. */
-    private static final ThreadLocal<MemorySegment> CALL_STATES =
-            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CALL_STATE));
-    /** The calling thread's {@code loff_t} for splice(2), which advances it. */
-    private static final ThreadLocal<MemorySegment> SPLICE_OFFSETS =
-            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(ValueLayout.JAVA_LONG));
+    /** Where a transfer's errno is captured, one per thread (critical calls take no allocation on the read path). */
+    private static final PerThread<MemorySegment> CALL_STATES =
+            PerThread.withInitial(() -> Arena.ofAuto().allocate(CALL_STATE));
+    /** A {@code loff_t} for splice(2), which advances it. */
+    private static final PerThread<MemorySegment> SPLICE_OFFSETS =
+            PerThread.withInitial(() -> Arena.ofAuto().allocate(ValueLayout.JAVA_LONG));
 
     private final List<Path> files;
     private final int[] descriptors;
@@ -99,15 +100,14 @@ final class SegmentFiles implements AutoCloseable {
     /** Copies {@code length} bytes at {@code offset} of segment {@code segment} into {@code target}. */
     void read(int segment, long offset, MemorySegment target, long targetOffset, long length) {
         enter();
-        try {
-            readOpen(segment, offset, target, targetOffset, length);
+        try (PerThread.Lease<MemorySegment> state = CALL_STATES.take()) {
+            readOpen(segment, offset, target, targetOffset, length, state.value());
         } finally {
             exit();
         }
     }
 
-    private void readOpen(int segment, long offset, MemorySegment target, long targetOffset, long length) {
-        MemorySegment state = CALL_STATES.get();
+    private void readOpen(int segment, long offset, MemorySegment target, long targetOffset, long length, MemorySegment state) {
         long done = 0;
         while (done < length) {
             long n;
@@ -135,15 +135,14 @@ final class SegmentFiles implements AutoCloseable {
      */
     void write(int segment, long offset, MemorySegment source) {
         enter();
-        try {
-            writeOpen(segment, offset, source);
+        try (PerThread.Lease<MemorySegment> state = CALL_STATES.take()) {
+            writeOpen(segment, offset, source, state.value());
         } finally {
             exit();
         }
     }
 
-    private void writeOpen(int segment, long offset, MemorySegment source) {
-        MemorySegment state = CALL_STATES.get();
+    private void writeOpen(int segment, long offset, MemorySegment source, MemorySegment state) {
         long length = source.byteSize();
         long done = 0;
         while (done < length) {
@@ -173,16 +172,15 @@ final class SegmentFiles implements AutoCloseable {
      */
     long splice(int segment, long offset, int pipe, long length) {
         enter();
-        try {
-            return spliceOpen(segment, offset, pipe, length);
+        try (PerThread.Lease<MemorySegment> state = CALL_STATES.take();
+             PerThread.Lease<MemorySegment> position = SPLICE_OFFSETS.take()) {
+            return spliceOpen(segment, offset, pipe, length, state.value(), position.value());
         } finally {
             exit();
         }
     }
 
-    private long spliceOpen(int segment, long offset, int pipe, long length) {
-        MemorySegment state = CALL_STATES.get();
-        MemorySegment position = SPLICE_OFFSETS.get();
+    private long spliceOpen(int segment, long offset, int pipe, long length, MemorySegment state, MemorySegment position) {
         position.set(ValueLayout.JAVA_LONG, 0, offset);
         long done = 0;
         while (done < length) {

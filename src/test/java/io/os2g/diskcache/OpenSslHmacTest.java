@@ -67,9 +67,10 @@ class OpenSslHmacTest {
     @Test
     void theCacheMacsWithLibcryptoWhereItLoads(@TempDir Path root) throws Exception {
         Files.createDirectory(root.resolve("tmp"));
-        Mac mac = BlockSigner.open(root).mac();
-        assertEquals(OpenSslHmac.provider().map(p -> p.getName()).orElse(Mac.getInstance(BlockSigner.ALGORITHM).getProvider().getName()),
-                mac.getProvider().getName());
+        try (var mac = BlockSigner.open(root).mac()) {
+            assertEquals(OpenSslHmac.provider().map(p -> p.getName()).orElse(Mac.getInstance(BlockSigner.ALGORITHM).getProvider().getName()),
+                    mac.value().getProvider().getName());
+        }
     }
 
     private static Mac openSsl() throws Exception {
