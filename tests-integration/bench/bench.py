@@ -65,13 +65,16 @@ class Target:
 
     def runs(self, label):
         """Whether this target runs workload `label`: the write ones on the write targets only, the *-cache
-        ones on the local copy and the disk cache targets, the others on the rest."""
+        ones on the local copy and the disk cache targets, the later epochs on the local copy and os2g at
+        its defaults, the others on the rest."""
         if self.only is not None:
             return label in self.only
         if self.writes or label in WRITE_WORKLOADS:
             return self.writes and label in WRITE_WORKLOADS
         if self.direct:
             return label in DIRECT_WORKLOADS
+        if label in EPOCH_WORKLOADS:
+            return self.command is None or self.name.removesuffix("-base") == "os2g" and self.flags == "default"
         return self.command is None or (self.cache_dir is not None) == label.endswith("-cache")
 
     def clear_cache(self):
@@ -188,6 +191,14 @@ def targets(endpoint, data, work, quick, https=None, tier=None, veth=None):
 # what the direct target (curl, no mount) runs: the reads a download tool does too
 DIRECT_WORKLOADS = ("seq-1", "seq-huge", "ttfb")
 
+# what the links are compared on (the Unix link without agent replies, the network links, the store over
+# HTTPS, the veth pair): small files, sequential reads, the DataLoader; their other rows would repeat os2g-split's
+LINK_WORKLOADS = ("small-4", "seq-4", "dataloader")
+
+# epochs after the first, on a fresh mount and after other work: os2g at its default flags against the local
+# copy (every target's first epoch is the dataloader row)
+EPOCH_WORKLOADS = ("dataloader-epochs", "dataloader-after-large")
+
 # what the write targets run: a checkpoint file and a directory of shards written, timed until in the bucket
 WRITE_WORKLOADS = ("write-ckpt", "write-dir")
 
@@ -254,10 +265,6 @@ def link_certs(work):
     return flags("agent"), flags("shim")
 
 
-# what the store-over-HTTPS pair runs: the link's workloads, TLS to the store in the mount or in the agent
-HTTPS_WORKLOADS = ("small-4", "seq-4", "dataloader")
-
-
 def keytool():
     java_home = os.environ.get("JAVA_HOME") or "/usr/lib/jvm/temurin-25-jdk-amd64"
     for candidate in [f"{java_home}/bin/keytool", *sorted(Path("/usr/lib/jvm").glob("*/bin/keytool"))]:
@@ -309,20 +316,16 @@ def https_targets(launcher, store, work, creds):
     address = "tcp://127.0.0.1:17090"
     return [
         Target("os2g-https", "the store over HTTPS, in process", lambda m: [launcher, "mount", "bench", str(m), "--endpoint",
-               store.endpoint, *trust, "--expand-tar", "--decompress"], creds, only=HTTPS_WORKLOADS,
+               store.endpoint, *trust, "--expand-tar", "--decompress"], creds, only=LINK_WORKLOADS,
                server_pid=store.proc.pid),
         Target("os2g-net-plain-https", "the store over HTTPS from the agent; agent over TCP on loopback, mutual TLS, "
                "--link-encryption off, on core 1",
                lambda m: [launcher, "mount", "bench", str(m), "--agent", address, *shim_certs, "--link-encryption", "off",
                           "--expand-tar", "--decompress"], creds,
                agent=[*(["taskset", "-c", "1"] if (os.cpu_count() or 1) > 1 else []), launcher, "agent", "--listen", address,
-                      *agent_certs, "--link-encryption", "off", "--endpoint", store.endpoint, *trust, "--cpus", "1"], only=HTTPS_WORKLOADS,
+                      *agent_certs, "--link-encryption", "off", "--endpoint", store.endpoint, *trust, "--cpus", "1"], only=LINK_WORKLOADS,
                server_pid=store.proc.pid),
     ]
-
-
-# what the veth pair's target runs: the link's workloads, with the link crossing a network interface
-VETH_WORKLOADS = ("small-4", "seq-4", "dataloader")
 
 
 class VethPair:
@@ -356,7 +359,7 @@ def veth_target(launcher, endpoint, work, creds):
                   lambda m: ["nsenter", f"--net=/run/netns/{VethPair.NS}", launcher, "mount", "bench", str(m), "--agent", address,
                              *shim_certs, "--link-encryption", "off", "--expand-tar", "--decompress"], creds,
                   agent=[*(["taskset", "-c", "1"] if (os.cpu_count() or 1) > 1 else []), launcher, "agent", "--listen", address,
-                         *agent_certs, "--link-encryption", "off", "--endpoint", endpoint, "--cpus", "1"], only=VETH_WORKLOADS)
+                         *agent_certs, "--link-encryption", "off", "--endpoint", endpoint, "--cpus", "1"], only=LINK_WORKLOADS)
 
 
 # what the shared tier's target runs: a second node's first epoch, the tier filled by a first node's
@@ -469,7 +472,7 @@ def os2g_targets(launcher, suffix, endpoint, work, creds):
                       lambda m: [launcher, "mount", "bench", str(m), "--agent", address, *shim_certs, "--link-encryption", encryption,
                                  "--expand-tar", "--decompress"],
                       creds, agent=[*pin, launcher, "agent", "--listen", address, *agent_certs, "--link-encryption", encryption,
-                                    "--endpoint", endpoint, "--cpus", "1"])
+                                    "--endpoint", endpoint, "--cpus", "1"], only=LINK_WORKLOADS)
 
     return [
         Target("os2g" + suffix, "default", lambda m: [launcher, "mount", "bench", str(m), "--endpoint", endpoint, "--expand-tar", "--decompress"], creds),
@@ -484,7 +487,7 @@ def os2g_targets(launcher, suffix, endpoint, work, creds):
         Target("os2g-split-off" + suffix, "agent on core 1, --agent-replies off (the shim answers every READ)",
                lambda m: [launcher, "mount", "bench", str(m), "--agent", sock + "-off", "--agent-replies", "off",
                           "--expand-tar", "--decompress"], creds,
-               agent=[*pin, launcher, "agent", "--listen", sock + "-off", "--endpoint", endpoint, "--cpus", "1"]),
+               agent=[*pin, launcher, "agent", "--listen", sock + "-off", "--endpoint", endpoint, "--cpus", "1"], only=LINK_WORKLOADS),
         networked("os2g-net", "on", 0),
         networked("os2g-net-plain", "off", 1),
     ]
@@ -573,9 +576,9 @@ def main():
         def runs_any(labels, names):
             return (not (a.quick or a.default_flags) and (not a.workloads or set(a.workloads.split(",")) & set(labels))
                     and a.only in (None, *names))
-        https = HttpsStore(a.data, work, a.latency_ms) if runs_any(HTTPS_WORKLOADS, ("os2g-https", "os2g-net-plain-https")) else None
+        https = HttpsStore(a.data, work, a.latency_ms) if runs_any(LINK_WORKLOADS, ("os2g-https", "os2g-net-plain-https")) else None
         tier = SharedTier(work) if runs_any(SHARED_WORKLOADS, ("os2g-shared",)) else None
-        veth = VethPair() if os.geteuid() == 0 and runs_any(VETH_WORKLOADS, ("os2g-net-veth",)) else None
+        veth = VethPair() if os.geteuid() == 0 and runs_any(LINK_WORKLOADS, ("os2g-net-veth",)) else None
         for target in targets(a.endpoint, a.data, work, a.quick or a.default_flags, https, tier, veth):
             if a.only and target.name != a.only:
                 continue

@@ -181,8 +181,14 @@ core); every flag set and the warm epochs are in the sections below.
     if any(r.get("label", "").endswith("-cache") for r in rows):
         glance += ("The larger-than-memory tables (`*-cache`, at the end) run on their own targets: os2g with a 256 MiB "
                    "staging region without and with `--cache-dir`, s3fs with `use_cache`, rclone with `--vfs-cache-mode full`, "
-                   "each disk cache emptied before each workload (`run.sh --workloads dataloader-cache,dataloader-hinted-cache,"
-                   "small-4-cache`, run on this build after the others and added to their results).\n\n")
+                   "each disk cache emptied before each workload.\n\n")
+    if any(r.get("target", "").startswith(("os2g-split-off", "os2g-net", "os2g-https")) for r in rows):
+        glance += ("The links' rows (os2g-split-off: the Unix link with `--agent-replies off`; os2g-net and os2g-net-plain: "
+                   "the agent over TCP with mutual TLS, encrypted and authenticated only; os2g-net-veth: across a veth pair; "
+                   "os2g-https and os2g-net-plain-https: the store over HTTPS) are in small-4, seq-4 and dataloader only; "
+                   "os2g-shared (a second node of a cluster reading through a shared tier) in small-4 and dataloader. "
+                   "The later epochs (`dataloader-epochs`, `dataloader-after-large`) run on the local copy and os2g at its "
+                   "defaults.\n\n")
     if any(r.get("label", "").startswith("write-") for r in rows):
         glance += ("The write tables (`write-*`, at the end) run on their own targets: os2g with `--allow-writes` (in "
                    "process and split), s3fs at its defaults, rclone with `--vfs-cache-mode writes`, and `direct`: boto3's "

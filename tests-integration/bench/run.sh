@@ -16,6 +16,8 @@
 # first node's epoch fills the tier (its row), then small-4 and dataloader run on fresh mounts.
 # As root, os2g-net-veth puts the shim in a network namespace of its own (nsenter --net; its mount is
 # this host's) with a veth pair to the agent: the link crosses a network interface, as to a DPU.
+# The links' targets (os2g-split-off, os2g-net*, os2g-https) run small-4, seq-4 and dataloader only, and
+# the later DataLoader epochs (dataloader-epochs, dataloader-after-large) run on the local copy and os2g.
 set -euo pipefail
 here="$(cd "$(dirname "$(readlink -f "$0")")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
