@@ -3,7 +3,7 @@ the page cache dropped before each, the same server, data and reader code for al
 line per (target, workload) to the results file.
 
     bench.py ENDPOINT DATA_DIR RESULTS [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--only TARGET]
-             [--server-pid PID] [--warm-agent FILES]
+             [--server-pid PID] [--warm-agent FILES] [--resume]
 """
 
 import argparse
@@ -214,7 +214,7 @@ def write_targets(launcher, endpoint, work, creds, s3fs_base, rclone_env):
         Target("os2g-split", "--allow-writes; agent on core 1 (taskset -c 1, --cpus 1)",
                lambda m: [launcher, "mount", "bench", str(m), "--agent", sock, "--allow-writes"], creds,
                agent=[*(["taskset", "-c", "1"] if (os.cpu_count() or 1) > 1 else []), launcher, "agent",
-                      "--listen", sock, "--endpoint", endpoint, "--cpus", "1"], writes=True),
+                      "--listen", sock, "--endpoint", endpoint, "--cpus", "1", "--allow-writes"], writes=True),
         Target("s3fs", "default", lambda m: ["s3fs", "bench", str(m), "-f", "-o", s3fs_base], writes=True),
         Target("rclone", "--vfs-cache-mode writes",
                lambda m: ["rclone", "mount", ":s3:bench", str(m), "--vfs-cache-mode", "writes",
@@ -563,15 +563,23 @@ def main():
     ap.add_argument("--warm-agent", type=int, default=0, metavar="FILES",
                     help="split mode: the agent first serves one unmeasured job (FILES small files of tarsrc/ on a mount of "
                          "its own), as a running os2g-agent.service has; default: its first measured workload is its first job")
+    ap.add_argument("--resume", action="store_true",
+                    help="append to RESULTS, running only the (target, workload) pairs it has no result for (a run cut short)")
     a = ap.parse_args()
+    done = set()
+    if a.resume and a.results.exists():
+        for line in a.results.read_text().splitlines():
+            row = json.loads(line)
+            if "target" in row and "error" not in row:
+                done.add((row["target"], row["flags"], row["label"]))
     work = Path(tempfile.mkdtemp(prefix="os2g-bench-"))
     mnt = work / "mnt"
     mnt.mkdir()
     meta = {"date": time.strftime("%Y-%m-%d"), "latency_ms": a.latency_ms, "quick": a.quick,
             "workloads": a.workloads, "default_flags": a.default_flags, "server_warmed": a.server_warmed,
             "warm_agent": a.warm_agent, **versions()}
-    with open(a.results, "a" if a.only else "w") as out:
-        if not a.only:
+    with open(a.results, "a" if a.only or a.resume else "w") as out:
+        if not (a.only or a.resume):
             out.write(json.dumps({"meta": meta}) + "\n")
         def runs_any(labels, names):
             return (not (a.quick or a.default_flags) and (not a.workloads or set(a.workloads.split(",")) & set(labels))
@@ -584,17 +592,21 @@ def main():
                 continue
             if a.warm_agent and target.agent is not None:
                 target.flags += f"; agent past its start-up ({a.warm_agent} files first, unmeasured)"
+            labels = [label for label, _ in workloads(a.quick)
+                      if (not a.workloads or label in a.workloads.split(",")) and target.runs(label)
+                      and (label != "tar-4" or target.name.startswith("os2g"))
+                      and (target.name, target.flags, label) not in done]
+            if not labels:
+                target.close()
+                continue
+            if a.warm_agent and target.agent is not None:
                 try:
                     warm_agent(target, mnt, work, a.warm_agent)
                 except (RuntimeError, subprocess.SubprocessError) as e:
                     target.flags += f" (that job failed: {e})"
                     print(f"{target.name}: the agent's unmeasured job failed: {e}", flush=True)
             for label, args in workloads(a.quick):
-                if a.workloads and label not in a.workloads.split(","):
-                    continue
-                if label == "tar-4" and not target.name.startswith("os2g"):
-                    continue
-                if not target.runs(label):
+                if label not in labels:
                     continue
                 target.clear_cache()
                 if target.before is not None:
@@ -607,7 +619,13 @@ def main():
                         print(f"{target.name:10} {flags[:30]:30} {before_label:10} {_summary(row)}", flush=True)
                 drop_caches()
                 log = open(work / f"{target.name}.log", "a")
-                proc = target.start(mnt, log)
+                try:
+                    proc = target.start(mnt, log)
+                except RuntimeError as e:  # a target that cannot mount costs its rows, not the run's
+                    log.close()
+                    out.write(json.dumps({"error": str(e), "target": target.name, "flags": target.flags, "label": label}) + "\n")
+                    print(f"{target.name:10} {target.flags[:30]:30} {label:10} {e}", flush=True)
+                    continue
                 root = mnt if proc is not None else a.data / "s3" / "bench"
                 pid = proc.pid if proc is not None else 0
                 agent_pid = target.agent_proc.pid if target.agent_proc is not None else 0

@@ -3,12 +3,13 @@
 # S3Proxy with injected latency, a deterministic dataset seeded through the S3 API (reused when
 # unchanged), every (target, workload) on a fresh mount with the page cache dropped.
 #   tests-integration/bench/run.sh [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--report NAME]
-#                                  [--warm-agent FILES]
+#                                  [--warm-agent FILES] [--resume]
 # Writes tests-integration/bench/results.jsonl, docs/BENCHMARKS.md and docs/benchmarks.png (--report
 # NAME: docs/NAME.md and docs/NAME.png). --workloads small-4,small-4-hinted runs only those;
 # --default-flags runs each peer with its default flags only, at full size. --warm-agent FILES: the split
 # target's agent serves one unmeasured job of FILES small files first, as a running os2g-agent.service
 # has (without it, its first measured workload is the agent's first job: its JIT warms up on its one core).
+# --resume: a run cut short goes on, keeping results.jsonl's rows and running only the pairs it lacks.
 # Without --quick, a second server serves the same data over HTTPS (a self-signed key) for one pair,
 # os2g-https and os2g-net-plain-https, on small-4, seq-4 and dataloader: where TLS to the store is paid.
 # os2g-shared is a second node of a cluster sharing a cache (--shared-cache on another server 1 ms away):
@@ -31,7 +32,8 @@ while [ $# -gt 0 ]; do
     --default-flags) select+=(--default-flags) ;;
     --report) report_md="$root/docs/$2.md"; report_png="$root/docs/$2.png"; shift ;;
     --warm-agent) select+=(--warm-agent "$2"); shift ;;
-    *) echo "usage: $0 [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--report NAME] [--warm-agent FILES]" >&2; exit 2 ;;
+    --resume) select+=(--resume) ;;
+    *) echo "usage: $0 [--quick] [--latency-ms N] [--workloads LABELS] [--default-flags] [--report NAME] [--warm-agent FILES] [--resume]" >&2; exit 2 ;;
   esac
   shift
 done
