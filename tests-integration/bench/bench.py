@@ -590,16 +590,16 @@ def main():
         for target in targets(a.endpoint, a.data, work, a.quick or a.default_flags, https, tier, veth):
             if a.only and target.name != a.only:
                 continue
-            if a.warm_agent and target.agent is not None:
+            warm = a.warm_agent and target.agent is not None
+            if warm:
                 target.flags += f"; agent past its start-up ({a.warm_agent} files first, unmeasured)"
             labels = [label for label, _ in workloads(a.quick)
                       if (not a.workloads or label in a.workloads.split(",")) and target.runs(label)
                       and (label != "tar-4" or target.name.startswith("os2g"))
                       and (target.name, target.flags, label) not in done]
             if not labels:
-                target.close()
                 continue
-            if a.warm_agent and target.agent is not None:
+            if warm:
                 try:
                     warm_agent(target, mnt, work, a.warm_agent)
                 except (RuntimeError, subprocess.SubprocessError) as e:
@@ -624,6 +624,7 @@ def main():
                 except RuntimeError as e:  # a target that cannot mount costs its rows, not the run's
                     log.close()
                     out.write(json.dumps({"error": str(e), "target": target.name, "flags": target.flags, "label": label}) + "\n")
+                    out.flush()
                     print(f"{target.name:10} {target.flags[:30]:30} {label:10} {e}", flush=True)
                     continue
                 root = mnt if proc is not None else a.data / "s3" / "bench"
