@@ -57,13 +57,9 @@ def sha256(data: bytes) -> str:
 
 
 def payload(size: int, seed: int) -> bytes:
-    """Deterministic bytes that differ at every offset (a misplaced read cannot match)."""
-    out = bytearray()
-    counter = 0
-    while len(out) < size:
-        out += hashlib.sha256(f"{seed}:{counter}".encode()).digest()
-        counter += 1
-    return bytes(out[:size])
+    """Deterministic bytes that differ at every offset (a misplaced read cannot match): SHAKE-128's
+    output stream for the seed, so a shorter payload of a seed is a prefix of a longer one."""
+    return hashlib.shake_128(f"payload:{seed}".encode()).digest(size)
 
 
 def mounted(path) -> bool:

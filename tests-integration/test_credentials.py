@@ -18,7 +18,7 @@ from credserver import CONTAINER_AUTH, CredentialServer
 from faultproxy import Fault, FaultProxy
 
 LIFETIME = 5.0
-EXPIRIES = 5
+EXPIRIES = 3
 BIG = payload(4 << 20, 31)
 FILES = {"data/big.bin": BIG, "data/small.bin": payload(70_000, 32)}
 
