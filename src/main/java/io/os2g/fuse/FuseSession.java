@@ -49,8 +49,9 @@ public final class FuseSession implements AutoCloseable {
             READDIR = 28, RELEASEDIR = 29, ACCESS = 34, CREATE = 35, INTERRUPT = 36, DESTROY = 38,
             NOTIFY_REPLY = 41, BATCH_FORGET = 42, FALLOCATE = 43, READDIRPLUS = 44, RENAME2 = 45,
             COPY_FILE_RANGE = 47, TMPFILE = 51;
-    static final int FOPEN_DIRECT_IO = 1, FOPEN_KEEP_CACHE = 1 << 1;
+    static final int FOPEN_DIRECT_IO = 1, FOPEN_KEEP_CACHE = 1 << 1, FOPEN_NOFLUSH = 1 << 5;
     static final int FOPEN_PASSTHROUGH = 1 << 7;
+    private static final int O_ACCMODE = 3;
     /** max_background in INIT: the kernel's readahead READs in flight at once. */
     static final int MAX_BACKGROUND = 64;
 
@@ -360,9 +361,17 @@ public final class FuseSession implements AutoCloseable {
         reply.send(AttrOut.SIZE);
     }
 
+    /**
+     * OPEN. A file opened read-only has nothing to flush: its close is not a FLUSH round trip (a mount
+     * that writes gets one per close otherwise; kernels before 5.16 ignore the flag).
+     */
     private void open(long node, MemorySegment body, SmallReply reply, int pid) {
-        FuseFileSystem.Opened opened = fs.open(node, body.get(INT, OpenIn.FLAGS), pid);
+        int flags = body.get(INT, OpenIn.FLAGS);
+        FuseFileSystem.Opened opened = fs.open(node, flags, pid);
         BackingFiles.Mode mode = openOut(reply.body(), node, opened);
+        if ((flags & O_ACCMODE) == 0) {
+            reply.body().set(INT, OpenOut.OPEN_FLAGS, mode.openFlags() | FOPEN_NOFLUSH);
+        }
         reply.send(OpenOut.SIZE);
         opened(opened, mode);
     }

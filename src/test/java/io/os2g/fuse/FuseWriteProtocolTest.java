@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The requests of a mount that writes, against a scripted kernel: each is decoded into the call the
  * file system gets (names, flags, modes less umask, the caller's pid) and answered with the structs the
- * kernel reads; a read-only file system answers FLUSH ENOSYS once; malformed requests are EIO.
+ * kernel reads; a read-only file system answers FLUSH ENOSYS once, and a file opened read-only is closed
+ * without one; malformed requests are EIO.
  */
 @Tag("unit")
 class FuseWriteProtocolTest {
@@ -159,6 +160,19 @@ class FuseWriteProtocolTest {
 
         kernel.send(FuseSession.CREATE, 3, ROOT, FakeKernel.withNames(in, "busy"));
         assertEquals(-16, kernel.receive(WAIT).error(), "the file system's errno");
+    }
+
+    @Test
+    void aFileOpenedReadOnlyIsClosedWithoutAFlush() {
+        start();
+        kernel.send(FuseSession.OPEN, 2, NEW, le(8).putInt(0 /* O_RDONLY */).array());
+        FakeKernel.Reply read = kernel.receive(WAIT);
+        assertEquals(0, read.error());
+        assertEquals(FuseSession.FOPEN_NOFLUSH, read.buffer().getInt(8) & FuseSession.FOPEN_NOFLUSH, "fuse_open_out: FOPEN_NOFLUSH");
+        kernel.send(FuseSession.OPEN, 3, NEW, le(8).putInt(01 /* O_WRONLY */).array());
+        FakeKernel.Reply written = kernel.receive(WAIT);
+        assertEquals(0, written.error());
+        assertEquals(0, written.buffer().getInt(8) & FuseSession.FOPEN_NOFLUSH, "a writer's close flushes what it wrote");
     }
 
     @Test
