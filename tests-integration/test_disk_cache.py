@@ -34,6 +34,15 @@ def epoch(m, hashes):
         read_verified(m.path / name, digest)
 
 
+def flip_byte(block, from_end):
+    """Flips one bit of the byte `from_end` bytes before the end of `block`, in place."""
+    with open(block, "r+b") as f:
+        f.seek(-from_end, os.SEEK_END)
+        b = f.read(1)
+        f.seek(-from_end, os.SEEK_END)
+        f.write(bytes([b[0] ^ 0x01]))
+
+
 def written_all(m, total, timeout=30):
     deadline = time.time() + timeout
     while stats(m)["disk_cache"]["bytes_written"] < total:
@@ -128,6 +137,39 @@ def test_whole_files_on_disk_are_read_by_the_kernel_and_an_inode_is_read_one_way
         assert m.stop() == 0
 
 
+def test_a_block_file_kept_for_the_next_open_is_let_go_once_it_changes_or_goes(s3, dataset, tmp_path):
+    """The kernel keeps a file's block after its close for the next open (the next epoch); a block
+    changed in place or deleted meanwhile is never read for it: the next open reads the right bytes."""
+    bucket, hashes = dataset
+    cache = tmp_path / "cache"
+    names = list(hashes)[:3]
+    m = Mount(s3, bucket, [*ARGS, "--cache-dir", str(cache)])
+    try:
+        for name in names:
+            read_verified(m.path / name, hashes[name])
+        written_all(m, len(names) * SIZE)
+        before = shim_stats(m)
+        for name in names:  # by the kernel from the block files, which stay registered after the close
+            read_verified(m.path / name, hashes[name])
+        kept = shim_stats(m)["passthrough_opens"]
+        assert kept == before["passthrough_opens"] + len(names)
+
+        blocks = sorted((cache / "os2g-cache-v3" / "blocks").rglob("*.blk"))
+        for block in blocks[:2]:
+            flip_byte(block, 100)
+        blocks[2].unlink()
+        for name in names:
+            forget_pages(m.path / name)
+            read_verified(m.path / name, hashes[name])
+        assert stats(m)["disk_cache"]["corrupt"] == 2
+        after = shim_stats(m)
+        assert after["passthrough_opens"] == kept, "read through the session, not from the kept files"
+        assert after["errors"] == 0, after["errors_by_errno"]
+        Tally.add("kept block files let go once changed or deleted", 3)
+    finally:
+        assert m.stop() == 0
+
+
 def loader_epochs(m, hashes, epochs=2):
     """Runs the shuffled DataLoader over the mount `epochs` times, each sample's bytes checked, and
     returns the agent's GET count after each epoch (every block written before the count is read)."""
@@ -185,11 +227,7 @@ def test_a_corrupted_or_truncated_block_is_refetched_never_served(s3, dataset, t
         assert m.stop() == 0
     blocks = sorted((cache / "os2g-cache-v3" / "blocks").rglob("*.blk"))
     assert len(blocks) == len(names)
-    with open(blocks[0], "r+b") as f:  # a flipped byte in the data
-        f.seek(-5000, os.SEEK_END)
-        b = f.read(1)
-        f.seek(-5000, os.SEEK_END)
-        f.write(bytes([b[0] ^ 0x01]))
+    flip_byte(blocks[0], 5000)  # in the data
     os.truncate(blocks[1], blocks[1].stat().st_size - 10)  # a block cut short
 
     m = Mount(s3, bucket, [*ARGS, "--cache-dir", str(cache)])

@@ -2,6 +2,7 @@ package io.os2g.agent;
 
 import com.github.benmanes.caffeine.cache.Ticker;
 import io.os2g.Errno;
+import io.os2g.VerifiedFile;
 import io.os2g.diskcache.BlockKey;
 import io.os2g.diskcache.DiskCache;
 import io.os2g.sharedcache.SharedCache;
@@ -14,7 +15,6 @@ import io.os2g.staging.ExtentIndex;
 import io.os2g.store.Listing;
 import io.os2g.store.ObjectStore;
 import io.os2g.store.ObjectSummary;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -239,7 +239,7 @@ public final class Agent implements AutoCloseable {
      * file no larger than a chunk), verified, for the kernel to read itself (FUSE passthrough); null when
      * the cache does not hold it or there is no cache.
      */
-    public Path cachedFile(String key, String etag, long size) {
+    public VerifiedFile cachedFile(String key, String etag, long size) {
         if (cache == null || size <= 0 || size > config.chunkSize()) {
             return null;
         }

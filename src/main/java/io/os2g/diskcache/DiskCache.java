@@ -4,6 +4,7 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import io.os2g.PerThread;
 import io.os2g.PrivateDirectory;
+import io.os2g.VerifiedFile;
 import io.os2g.WarningLimiter;
 import java.io.IOException;
 import java.io.InputStream;
@@ -242,10 +243,11 @@ public final class DiskCache implements AutoCloseable {
 
     /**
      * The file holding exactly the block of {@code key}, once its bytes are verified here, for the kernel
-     * to read itself; null when this cache has no good copy (a bad one is dropped and counted). A hit:
-     * the block counts as recently used.
+     * to read itself, as it is after this call (a hit may mark it used, which changes its change time);
+     * null when this cache has no good copy (a bad one is dropped and counted). A hit: the block counts
+     * as recently used.
      */
-    public Path verifiedFile(BlockKey key) {
+    public VerifiedFile verifiedFile(BlockKey key) {
         Path file = path(key);
         Map<String, Object> before;
         try {
@@ -259,8 +261,7 @@ public final class DiskCache implements AutoCloseable {
         }
         FileState state = fileState(before);
         if (state.equals(verified.getIfPresent(key))) { // unchanged since it verified here
-            servedVerified(file, key, state, ((FileTime) before.get("lastModifiedTime")).toMillis());
-            return file;
+            return servedVerified(file, key, state, before, ((FileTime) before.get("lastModifiedTime")).toMillis());
         }
         long lastUsed;
         try (BlockFile.Reader in = BlockFile.open(file, key, signer);
@@ -277,26 +278,32 @@ public final class DiskCache implements AutoCloseable {
         try { // remembered only when the file did not change while it was read
             if (!state.equals(fileState(Files.readAttributes(file, "unix:dev,ino,size,ctime")))) {
                 served(file, key, lastUsed);
-                return file;
+                return VerifiedFile.of(file, before); // no longer this: the kernel is not given it
             }
         } catch (IOException e) {
             served(file, key, lastUsed); // gone meanwhile: verified as read, not remembered
-            return file;
+            return VerifiedFile.of(file, before);
         }
         verified.put(key, state);
-        servedVerified(file, key, state, lastUsed);
-        return file;
+        return servedVerified(file, key, state, before, lastUsed);
     }
 
-    /** {@link #served}, for a block remembered as verified in {@code state}: a touch moves what is remembered with it. */
-    private void servedVerified(Path file, BlockKey key, FileState state, long lastUsedMillis) {
-        if (served(file, key, lastUsedMillis)) {
-            try {
-                FileState touched = fileState(Files.readAttributes(file, "unix:dev,ino,size,ctime"));
-                verified.asMap().replace(key, state, touched);
-            } catch (IOException e) {
-                verified.invalidate(key);
-            }
+    /**
+     * {@link #served}, for a block remembered as verified in {@code state} (read as {@code attributes}):
+     * a touch moves what is remembered with it. The file as it is after.
+     */
+    private VerifiedFile servedVerified(Path file, BlockKey key, FileState state, Map<String, Object> attributes,
+                                        long lastUsedMillis) {
+        if (!served(file, key, lastUsedMillis)) {
+            return VerifiedFile.of(file, attributes);
+        }
+        try {
+            Map<String, Object> touched = Files.readAttributes(file, "unix:dev,ino,size,ctime");
+            verified.asMap().replace(key, state, fileState(touched));
+            return VerifiedFile.of(file, touched);
+        } catch (IOException e) {
+            verified.invalidate(key);
+            return VerifiedFile.of(file, attributes); // swept meanwhile: the kernel is not given it
         }
     }
 

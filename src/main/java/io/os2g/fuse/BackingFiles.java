@@ -1,10 +1,12 @@
 package io.os2g.fuse;
 
+import io.os2g.VerifiedFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -16,8 +18,12 @@ import org.slf4j.LoggerFactory;
  * file, and while it has an open read through the page cache, none may be passthrough. So an open joins
  * its node's mode: a node read by passthrough serves each later open from its backing file (the
  * version the first open found, until the last of them is released), a node read through the page cache
- * keeps later opens there, and only a node with no open takes a new backing file. A backing file is
- * unregistered when its node's last passthrough open is released.
+ * keeps later opens there, and only a node with no open takes a new backing file.
+ *
+ * <p>A backing file stays registered after its node's last release, for the node's next open (a later
+ * epoch of a dataset), which takes it again while it offers the same file unchanged; an open that offers
+ * another file, or none, lets it go. The files kept so are bounded ({@link #IDLE_MAX}, {@link
+ * #IDLE_MAX_BYTES}): the kernel holds each open, so one the disk cache sweeps stays on disk until then.
  */
 class BackingFiles {
 
@@ -27,6 +33,10 @@ class BackingFiles {
     /** _IOW(229, 1, struct fuse_backing_map) and _IOW(229, 2, uint32_t) (the asm-generic encoding of x86-64 and arm64). */
     static final long FUSE_DEV_IOC_BACKING_OPEN = 0x4010E501L;
     static final long FUSE_DEV_IOC_BACKING_CLOSE = 0x4004E502L;
+    /** Backing files kept registered for nodes with no open, at most. */
+    static final int IDLE_MAX = 16_384;
+    /** Bytes in the backing files kept registered for nodes with no open, at most. */
+    static final long IDLE_MAX_BYTES = 1L << 30;
 
     /** How one open is read: its FOPEN flags and backing id (0 for none). */
     record Mode(int openFlags, int backingId) {
@@ -34,6 +44,8 @@ class BackingFiles {
 
     private static final class NodeState {
         int backingId;
+        /** The file registered as {@link #backingId}. */
+        VerifiedFile backing;
         int passthroughOpens;
         int cachedOpens;
     }
@@ -45,7 +57,11 @@ class BackingFiles {
     private final int device;
     private final Map<Long, NodeState> nodes = new HashMap<>();
     private final Map<Long, Held> handles = new HashMap<>();
+    /** The nodes with a backing file registered and no open, the longest idle first. */
+    private final Map<Long, NodeState> idle = new LinkedHashMap<>();
+    private long idleBytes;
     private long passthroughOpens;
+    private long backingsReused;
     /** Whether the kernel refused a backing file for lack of privilege (then it refuses them all). */
     private boolean refused;
 
@@ -55,13 +71,21 @@ class BackingFiles {
 
     /**
      * How open {@code handle} of {@code node} is read: by {@code backing} (null: none offered) where the
-     * kernel takes it, else through the page cache ({@code directIo}: past it).
+     * kernel takes it and it is still as verified, else through the page cache ({@code directIo}: past it).
      */
-    synchronized Mode open(long node, long handle, Path backing, boolean directIo) {
+    synchronized Mode open(long node, long handle, VerifiedFile backing, boolean directIo) {
         if (directIo) {
             return new Mode(FuseSession.FOPEN_DIRECT_IO, 0); // joins no inode mode
         }
         NodeState state = nodes.computeIfAbsent(node, n -> new NodeState());
+        if (state.backingId > 0 && state.passthroughOpens == 0) { // kept from the node's last open
+            takeIdle(node, state);
+            if (backing != null && backing.equals(state.backing)) {
+                backingsReused++;
+            } else { // another version, changed since, or no longer on disk
+                letGo(state);
+            }
+        }
         if (state.backingId > 0) { // whatever this open offers: the kernel takes no other way now
             state.passthroughOpens++;
             passthroughOpens++;
@@ -76,9 +100,9 @@ class BackingFiles {
             }
             if (id > 0) {
                 state.backingId = id;
+                state.backing = backing;
                 state.passthroughOpens = 1;
                 passthroughOpens++;
-
                 handles.put(handle, new Held(node, true, false));
                 return new Mode(FuseSession.FOPEN_PASSTHROUGH, id); // the kernel refuses KEEP_CACHE with it
             }
@@ -88,7 +112,7 @@ class BackingFiles {
         return new Mode(FuseSession.FOPEN_KEEP_CACHE, 0);
     }
 
-    /** Gives back what open {@code handle} held; its node's backing file goes with its last passthrough open. */
+    /** Gives back what open {@code handle} held; its node's backing file is kept for its next open. */
     synchronized void release(long handle) {
         Held held = handles.remove(handle);
         if (held == null) {
@@ -99,15 +123,38 @@ class BackingFiles {
             return;
         }
         if (held.passthrough() && --state.passthroughOpens == 0) {
-            unregister(state.backingId);
-            state.backingId = 0;
+            keepIdle(held.node(), state);
         }
         if (held.cached()) {
             state.cachedOpens--;
         }
-        if (state.passthroughOpens == 0 && state.cachedOpens == 0) {
+        if (state.backingId == 0 && state.passthroughOpens == 0 && state.cachedOpens == 0) {
             nodes.remove(held.node());
         }
+    }
+
+    private void keepIdle(long node, NodeState state) {
+        idle.put(node, state);
+        idleBytes += state.backing.size();
+        Iterator<Map.Entry<Long, NodeState>> oldest = idle.entrySet().iterator();
+        while (idle.size() > IDLE_MAX || idleBytes > IDLE_MAX_BYTES) {
+            Map.Entry<Long, NodeState> entry = oldest.next();
+            oldest.remove();
+            idleBytes -= entry.getValue().backing.size();
+            letGo(entry.getValue());
+            nodes.remove(entry.getKey()); // it had no open
+        }
+    }
+
+    private void takeIdle(long node, NodeState state) {
+        idle.remove(node);
+        idleBytes -= state.backing.size();
+    }
+
+    private void letGo(NodeState state) {
+        unregister(state.backingId);
+        state.backingId = 0;
+        state.backing = null;
     }
 
     /** Whether backing files are worth offering: false once the kernel refused one for lack of privilege. */
@@ -120,16 +167,34 @@ class BackingFiles {
         return passthroughOpens;
     }
 
+    /** Of those, the opens that took a backing file kept from their node's last open. */
+    synchronized long backingsReused() {
+        return backingsReused;
+    }
+
+    /** Backing files kept registered for nodes with no open, now. */
+    synchronized int idle() {
+        return idle.size();
+    }
+
     /**
-     * The kernel's id for {@code file} as a backing file; 0 where it cannot be one (gone, refused), or
-     * -EPERM where the mount process lacks the privilege.
+     * The kernel's id for {@code file} as a backing file; 0 where it cannot be one (gone, changed since it
+     * was verified, refused), or -EPERM where the mount process lacks the privilege.
      */
-    int register(Path file) {
-        int fd = Native.open(file.toString(), O_RDONLY | Native.O_CLOEXEC);
+    int register(VerifiedFile file) {
+        int fd = Native.open(file.path().toString(), O_RDONLY | Native.O_CLOEXEC);
         if (fd < 0) {
             return 0; // swept since it was verified: READs
         }
         try (Arena arena = Arena.ofConfined()) {
+            MemorySegment stat = arena.allocate(Native.STATX_SIZE, 8);
+            if (Native.fstatx(fd, stat) != 0 || !file.sameAs(stat.get(ValueLayout.JAVA_LONG, Native.STATX_INO_AT),
+                    stat.get(ValueLayout.JAVA_LONG, Native.STATX_SIZE_AT),
+                    stat.get(ValueLayout.JAVA_LONG, Native.STATX_CTIME_SEC_AT) * 1_000_000_000L
+                            + Integer.toUnsignedLong(stat.get(ValueLayout.JAVA_INT, Native.STATX_CTIME_NSEC_AT)))) {
+                LOG.debug("{} changed since it was verified: reads go through the session", file.path());
+                return 0;
+            }
             MemorySegment map = arena.allocate(16, 8); // struct fuse_backing_map {fd, flags, padding}
             map.set(ValueLayout.JAVA_INT, 0, fd);
             int id = Native.ioctl(device, FUSE_DEV_IOC_BACKING_OPEN, map);

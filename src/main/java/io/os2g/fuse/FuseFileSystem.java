@@ -1,7 +1,7 @@
 package io.os2g.fuse;
 
+import io.os2g.VerifiedFile;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Path;
 import java.util.List;
 
 /**
@@ -23,11 +23,12 @@ public interface FuseFileSystem {
 
     /**
      * An open file: its handle comes back with each read and the release. With a {@code backing} file
-     * (one holding exactly this file's bytes at their own offsets), the kernel reads that file itself
-     * (FUSE passthrough) where the mount can ({@link #passthroughUsable}): then no READ comes
-     * for this open. Null for none.
+     * (one holding exactly this file's bytes at their own offsets, as it was when they were verified),
+     * the kernel reads that file itself (FUSE passthrough) where the mount can ({@link
+     * #passthroughUsable}) and the file is still as verified: then no READ comes for this open. Null
+     * for none.
      */
-    record Opened(long handle, Path backing, boolean directIo) {
+    record Opened(long handle, VerifiedFile backing, boolean directIo) {
         /** An open whose pages the kernel keeps across opens (until the attributes show a change). */
         public static Opened handle(long handle) {
             return new Opened(handle, null, false);
@@ -39,7 +40,7 @@ public interface FuseFileSystem {
         }
 
         /** An open the kernel reads from {@code backing} where it can, else as {@link #handle}. */
-        public static Opened backedBy(long handle, Path backing) {
+        public static Opened backedBy(long handle, VerifiedFile backing) {
             return new Opened(handle, backing, false);
         }
     }

@@ -58,6 +58,8 @@ final class Native {
     private static final MethodHandle OPEN = handle("open", FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.ADDRESS, ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle CLOSE = handle("close", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+    private static final MethodHandle STATX = handle("statx", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
     private static final MethodHandle READ = handle("read", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
             ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
     private static final MethodHandle WRITEV = handle("writev", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
@@ -131,6 +133,21 @@ final class Native {
     static int open(String path, int flags) {
         try (Arena arena = Arena.ofConfined()) {
             return (int) OPEN.invokeExact(STATE.get(), arena.allocateFrom(path), flags);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** struct statx: its size, and the offsets of the fields read here (the same on every architecture). */
+    static final int STATX_SIZE = 256, STATX_INO_AT = 32, STATX_SIZE_AT = 40, STATX_CTIME_SEC_AT = 96, STATX_CTIME_NSEC_AT = 104;
+    private static final int AT_EMPTY_PATH = 0x1000;
+    private static final int STATX_CTIME = 0x80, STATX_INO = 0x100, STATX_SIZE_MASK = 0x200;
+
+    /** statx(2) of open file {@code fd} into {@code buffer} ({@link #STATX_SIZE} bytes): its inode, size and change time. */
+    static int fstatx(int fd, MemorySegment buffer) {
+        try (Arena arena = Arena.ofConfined()) {
+            return (int) STATX.invokeExact(STATE.get(), fd, arena.allocateFrom(""), AT_EMPTY_PATH,
+                    STATX_INO | STATX_SIZE_MASK | STATX_CTIME, buffer);
         } catch (Throwable t) {
             throw rethrow(t);
         }

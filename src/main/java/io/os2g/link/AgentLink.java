@@ -1,8 +1,8 @@
 package io.os2g.link;
 
+import io.os2g.VerifiedFile;
 import io.os2g.staging.ReservedPages;
 import io.os2g.staging.StagingView;
-import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BiConsumer;
 
@@ -44,7 +44,7 @@ public interface AgentLink extends AutoCloseable {
      * when there is none, and always from an agent in another process (its disk is not this one's to
      * read: the shim never touches the cache).
      */
-    default Path cachedFile(OpenRequest request) {
+    default VerifiedFile cachedFile(OpenRequest request) {
         return null;
     }
 

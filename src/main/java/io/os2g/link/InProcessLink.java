@@ -1,11 +1,11 @@
 package io.os2g.link;
 
 import io.os2g.Errno;
+import io.os2g.VerifiedFile;
 import io.os2g.agent.Agent;
 import io.os2g.agent.Uploads;
 import io.os2g.staging.ReservedPages;
 import io.os2g.staging.StagingView;
-import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 
 /** The link when shim and agent share a process (the default {@code os2g mount}): direct calls. */
@@ -77,7 +77,7 @@ public final class InProcessLink implements AgentLink {
     }
 
     @Override
-    public Path cachedFile(OpenRequest request) {
+    public VerifiedFile cachedFile(OpenRequest request) {
         return agent.cachedFile(request.key(), request.etag(), request.size());
     }
 

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.os2g.VerifiedFile;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -134,10 +135,17 @@ class DiskCacheTest {
 
         assertArrayEquals(data, get(cache, old));
         assertTrue(Files.getLastModifiedTime(cache.path(old)).toMillis() >= now - 1000, "an hour-old mark renewed");
-        Path file = cache.verifiedFile(recent);
+        Path file = cache.verifiedFile(recent).path();
         assertEquals(now - 10_000, Files.getLastModifiedTime(cache.path(recent)).toMillis(), "a recent mark left alone");
         assertArrayEquals(data, Files.readAllBytes(file), "the block file is the bytes, nothing else");
         assertEquals(2, cache.counters().hits());
+
+        Files.setLastModifiedTime(cache.path(old), FileTime.fromMillis(now - 3_600_000));
+        VerifiedFile served = cache.verifiedFile(old);
+        assertEquals(VerifiedFile.of(cache.path(old)), served, "as it is once its mark is renewed");
+        Files.setLastModifiedTime(cache.path(old), FileTime.fromMillis(now - 3_600_000));
+        served = cache.verifiedFile(old);
+        assertEquals(VerifiedFile.of(cache.path(old)), served, "so again, remembered as verified");
     }
 
     @Test
@@ -191,9 +199,9 @@ class DiskCacheTest {
         put(cache, flipped, data);
         put(cache, replaced, data);
         put(cache, other, data);
-        assertEquals(cache.path(flipped), cache.verifiedFile(flipped));
-        assertEquals(cache.path(replaced), cache.verifiedFile(replaced));
-        assertEquals(cache.path(flipped), cache.verifiedFile(flipped), "unchanged: handed on again");
+        assertEquals(VerifiedFile.of(cache.path(flipped)), cache.verifiedFile(flipped));
+        assertEquals(VerifiedFile.of(cache.path(replaced)), cache.verifiedFile(replaced));
+        assertEquals(VerifiedFile.of(cache.path(flipped)), cache.verifiedFile(flipped), "unchanged: handed on again");
 
         flipByte(cache.path(flipped), 10); // a write in place: the file's change time moves
         Path copy = dir.resolve("other.blk");

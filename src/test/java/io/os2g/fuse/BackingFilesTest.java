@@ -2,6 +2,7 @@ package io.os2g.fuse;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.os2g.VerifiedFile;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,12 +16,16 @@ import org.junit.jupiter.api.Test;
 @Tag("unit")
 class BackingFilesTest {
 
-    private static final Path BLOCK = Path.of("/cache/a.blk");
-    private static final Path OTHER_VERSION = Path.of("/cache/b.blk");
+    private static final VerifiedFile BLOCK = block("a");
+    private static final VerifiedFile OTHER_VERSION = block("b");
+
+    private static VerifiedFile block(String name) {
+        return new VerifiedFile(Path.of("/cache/" + name + ".blk"), name.hashCode(), 100_000, 1_700_000_000_000_000_000L);
+    }
 
     /** Registers every file (ids 1, 2, ...), as a kernel with passthrough does, and records what it was told. */
     private static final class Recorded extends BackingFiles {
-        final List<Path> registered = new ArrayList<>();
+        final List<VerifiedFile> registered = new ArrayList<>();
         final List<Integer> unregistered = new ArrayList<>();
         boolean refuse;
         boolean unprivileged;
@@ -30,7 +35,7 @@ class BackingFilesTest {
         }
 
         @Override
-        int register(Path file) {
+        int register(VerifiedFile file) {
             if (unprivileged) {
                 return -1; // -EPERM
             }
@@ -55,17 +60,63 @@ class BackingFilesTest {
     private static final BackingFiles.Mode DIRECT = new BackingFiles.Mode(FuseSession.FOPEN_DIRECT_IO, 0);
 
     @Test
-    void opensOfOneNodeShareItsBackingFileWhichGoesWithTheLast() {
+    void opensOfOneNodeShareItsBackingFileWhichIsKeptForItsNextOpen() {
         Recorded files = new Recorded();
         assertEquals(passthrough(1), files.open(7, 100, BLOCK, false));
         assertEquals(passthrough(1), files.open(7, 101, BLOCK, false), "joins the node's backing file");
-        assertEquals(passthrough(2), files.open(8, 102, BLOCK.resolveSibling("c.blk"), false), "another node, its own");
+        assertEquals(passthrough(2), files.open(8, 102, block("c"), false), "another node, its own");
         files.release(100);
-        assertEquals(List.of(), files.unregistered, "still open once");
         files.release(101);
-        assertEquals(List.of(1), files.unregistered);
-        assertEquals(passthrough(3), files.open(7, 103, BLOCK, false), "registered anew");
+        assertEquals(List.of(), files.unregistered, "kept after the last release");
+        assertEquals(1, files.idle());
+        assertEquals(passthrough(1), files.open(7, 103, BLOCK, false), "the same file, unchanged: taken again");
+        assertEquals(List.of(BLOCK, block("c")), files.registered);
         assertEquals(4, files.passthroughOpens());
+        assertEquals(1, files.backingsReused());
+        assertEquals(0, files.idle());
+    }
+
+    @Test
+    void aKeptBackingFileGoesWhenItsNodeOffersAnotherFileOrNone() {
+        Recorded files = new Recorded();
+        files.open(7, 100, BLOCK, false);
+        files.release(100);
+        assertEquals(passthrough(2), files.open(7, 101, OTHER_VERSION, false), "a new version: its own file");
+        assertEquals(List.of(1), files.unregistered);
+        files.release(101);
+        VerifiedFile touched = new VerifiedFile(OTHER_VERSION.path(), OTHER_VERSION.inode(), OTHER_VERSION.size(),
+                OTHER_VERSION.changedNanos() + 1);
+        assertEquals(passthrough(3), files.open(7, 102, touched, false), "the same path, changed since: registered anew");
+        assertEquals(List.of(1, 2), files.unregistered);
+        files.release(102);
+        assertEquals(CACHED, files.open(7, 103, null, false), "no longer on disk: read through the session");
+        assertEquals(List.of(1, 2, 3), files.unregistered);
+        files.release(103);
+        assertEquals(0, files.idle());
+        assertEquals(0, files.backingsReused());
+    }
+
+    @Test
+    void theBackingFilesKeptAreBoundedByCountAndBytesTheLongestIdleGoingFirst() {
+        Recorded files = new Recorded();
+        for (int i = 0; i < BackingFiles.IDLE_MAX + 2; i++) {
+            files.open(i, 1000 + i, new VerifiedFile(Path.of("/cache/n" + i + ".blk"), i, 1, 1), false);
+            files.release(1000 + i);
+        }
+        assertEquals(BackingFiles.IDLE_MAX, files.idle());
+        assertEquals(List.of(1, 2), files.unregistered, "the two released first");
+        assertEquals(passthrough(BackingFiles.IDLE_MAX + 2), files.open(BackingFiles.IDLE_MAX + 1, 1,
+                new VerifiedFile(Path.of("/cache/n" + (BackingFiles.IDLE_MAX + 1) + ".blk"), BackingFiles.IDLE_MAX + 1, 1, 1), false));
+
+        Recorded big = new Recorded();
+        VerifiedFile half = new VerifiedFile(Path.of("/cache/half.blk"), 1, BackingFiles.IDLE_MAX_BYTES / 2, 1);
+        VerifiedFile more = new VerifiedFile(Path.of("/cache/more.blk"), 2, BackingFiles.IDLE_MAX_BYTES / 2 + 1, 1);
+        big.open(1, 10, half, false);
+        big.open(2, 11, more, false);
+        big.release(10);
+        big.release(11);
+        assertEquals(List.of(1), big.unregistered, "both would hold more than the bound");
+        assertEquals(1, big.idle());
     }
 
     @Test
@@ -78,8 +129,9 @@ class BackingFilesTest {
         files.release(101);
         files.release(102);
         files.release(100);
-        assertEquals(List.of(1), files.unregistered);
+        assertEquals(List.of(), files.unregistered, "kept");
         assertEquals(CACHED, files.open(7, 104, null, false), "the node is free again");
+        assertEquals(List.of(1), files.unregistered, "let go: its open offered none");
     }
 
     @Test
@@ -117,7 +169,7 @@ class BackingFilesTest {
         assertEquals(CACHED, files.open(7, 100, BLOCK, false));
         assertEquals(false, files.usable(), "every later one would be refused too");
         files.unprivileged = false;
-        assertEquals(CACHED, files.open(8, 101, BLOCK.resolveSibling("c.blk"), false), "not tried again");
+        assertEquals(CACHED, files.open(8, 101, block("c"), false), "not tried again");
         assertEquals(List.of(), files.registered);
     }
 }

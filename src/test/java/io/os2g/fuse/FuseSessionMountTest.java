@@ -39,7 +39,7 @@ class FuseSessionMountTest {
 
     /** "/data.bin" (3 MiB + 123 bytes) and an empty "/sub". */
     /** How TinyFs answers reads of data.bin. */
-    private enum Mode { COPY, SPLICE, SPLICE_THEN_OVERWRITE, PASSTHROUGH, DELEGATE, DELEGATE_FAIL }
+    private enum Mode { COPY, SPLICE, SPLICE_THEN_OVERWRITE, PASSTHROUGH, PASSTHROUGH_CHANGED, DELEGATE, DELEGATE_FAIL }
 
     private static final class TinyFs implements FuseFileSystem {
         private final Mode mode;
@@ -96,7 +96,16 @@ class FuseSessionMountTest {
 
         @Override
         public Opened open(long node, int flags) {
-            return mode == Mode.PASSTHROUGH ? Opened.backedBy(42, source) : Opened.handle(42);
+            if (mode != Mode.PASSTHROUGH && mode != Mode.PASSTHROUGH_CHANGED) {
+                return Opened.handle(42);
+            }
+            try {
+                io.os2g.VerifiedFile now = io.os2g.VerifiedFile.of(source);
+                return Opened.backedBy(42, mode == Mode.PASSTHROUGH ? now // as verified a moment before:
+                        : new io.os2g.VerifiedFile(source, now.inode(), now.size(), now.changedNanos() - 1));
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
         }
 
         @Override
@@ -230,7 +239,12 @@ class FuseSessionMountTest {
 
     @Test
     void aPassthroughOpenIsReadByTheKernelWithoutAnyRead() throws Exception {
-        assertEquals(0, readsThrough(Mode.PASSTHROUGH));
+        assertEquals(0, readsThrough(Mode.PASSTHROUGH), "two opens, the second taking the backing file the first left");
+    }
+
+    @Test
+    void aBackingFileChangedSinceItWasVerifiedIsNotGivenToTheKernel() throws Exception {
+        assertTrue(readsThrough(Mode.PASSTHROUGH_CHANGED) > 0, "read through the session");
     }
 
     /** Mounts TinyFs in {@code mode}, reads data.bin whole and in part, and returns how many READs it served. */

@@ -1,0 +1,32 @@
+package io.os2g;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A file whose bytes were verified, as it was then: its inode, size and change time. A file still at
+ * that inode, size and change time holds the same bytes (a write, a truncate or a touch changes the
+ * change time, which no caller can set back), so it can be handed on without reading it again.
+ */
+public record VerifiedFile(Path path, long inode, long size, long changedNanos) {
+
+    /** {@code path} as stat(2) finds it now, from the "unix:ino,size,ctime" attributes of {@code attributes}. */
+    public static VerifiedFile of(Path path, Map<String, Object> attributes) {
+        return new VerifiedFile(path, (Long) attributes.get("ino"), (Long) attributes.get("size"),
+                ((FileTime) attributes.get("ctime")).to(TimeUnit.NANOSECONDS));
+    }
+
+    /** {@code path} as it is now, taken as verified (for a caller that knows its bytes are right). */
+    public static VerifiedFile of(Path path) throws IOException {
+        return of(path, Files.readAttributes(path, "unix:ino,size,ctime"));
+    }
+
+    /** Whether a file found at {@code inode}, {@code size} and {@code changedNanos} is still this one. */
+    public boolean sameAs(long inode, long size, long changedNanos) {
+        return this.inode == inode && this.size == size && this.changedNanos == changedNanos;
+    }
+}
