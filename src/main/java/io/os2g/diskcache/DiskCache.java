@@ -77,9 +77,10 @@ public final class DiskCache implements AutoCloseable {
     private ByteBuffer writeBuffer = ByteBuffer.allocateDirect(0);
     private volatile Thread writerThread;
     /**
-     * Blocks this process verified for the kernel to read, with their file as it was then: a file still
-     * the same (inode, size, change time) is handed on without reading it again. A write to the file, a
-     * file put in its place, or a touch changes its change time, so it is verified afresh.
+     * Blocks this process verified for the kernel to read, or wrote itself, with their file as it was
+     * then: a file still the same (inode, size, change time) is handed on without reading it again. A
+     * write to the file, a file put in its place, or a touch changes its change time, so it is verified
+     * afresh.
      */
     private final Cache<BlockKey, FileState> verified = Caffeine.newBuilder().maximumSize(1 << 16).build();
 
@@ -95,6 +96,7 @@ public final class DiskCache implements AutoCloseable {
     private final LongAdder bytesRead = new LongAdder();
     private final LongAdder bytesWritten = new LongAdder();
     private final LongAdder corrupt = new LongAdder();
+    private final LongAdder verifications = new LongAdder();
     private final LongAdder writeErrors = new LongAdder();
     private final LongAdder notAdmitted = new LongAdder();
 
@@ -228,6 +230,11 @@ public final class DiskCache implements AutoCloseable {
         return true;
     }
 
+    /** Blocks read whole to verify them before the kernel was given their file, since this cache opened. */
+    long verifications() {
+        return verifications.sum();
+    }
+
     /** Whether a block of {@code key} is on disk (not verified: a read still checks it). */
     public boolean contains(BlockKey key) {
         return Files.exists(path(key));
@@ -264,6 +271,7 @@ public final class DiskCache implements AutoCloseable {
             return servedVerified(file, key, state, before, ((FileTime) before.get("lastModifiedTime")).toMillis());
         }
         long lastUsed;
+        verifications.increment();
         try (BlockFile.Reader in = BlockFile.open(file, key, signer);
              PerThread.Lease<ByteBuffer> buffer = verifyBuffers.take()) {
             in.readToEndAndVerify(buffer.value());
@@ -427,11 +435,13 @@ public final class DiskCache implements AutoCloseable {
                 // made by an earlier block
             }
             BlockFile.write(temporary, key, data, signer);
+            Object written = Files.getAttribute(temporary, "unix:ino"); // the temporary's name is this process's alone
             try {
                 Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             } catch (AtomicMoveNotSupportedException e) {
                 throw new IOException("the cache directory's file system cannot rename atomically", e);
             }
+            rememberWritten(file, key, written);
         } catch (IOException | RuntimeException e) {
             try {
                 Files.deleteIfExists(temporary);
@@ -439,6 +449,21 @@ public final class DiskCache implements AutoCloseable {
                 // the directory itself is gone or failing
             }
             throw e;
+        }
+    }
+
+    /**
+     * Remembers a block this process just wrote as verified (its bytes are the ones it was given), while
+     * the file in its place is still the one written: a later epoch's first open does not read it again.
+     */
+    private void rememberWritten(Path file, BlockKey key, Object inode) {
+        try {
+            Map<String, Object> now = Files.readAttributes(file, "unix:dev,ino,size,ctime");
+            if (inode.equals(now.get("ino"))) {
+                verified.put(key, fileState(now));
+            }
+        } catch (IOException e) {
+            // swept or replaced meanwhile: verified when it is read
         }
     }
 

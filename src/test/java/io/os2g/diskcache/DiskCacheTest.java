@@ -213,6 +213,26 @@ class DiskCacheTest {
         assertEquals(2, cache.counters().corrupt());
     }
 
+    @Test
+    void aBlockThisCacheWroteIsHandedOnUnreadWhileItIsUnchangedAndOneWrittenElsewhereIsReadOnce() throws IOException {
+        DiskCache cache = open();
+        byte[] data = bytes(100_000, 5);
+        BlockKey written = key("written", "e", 0, data.length);
+        put(cache, written, data);
+        VerifiedFile served = cache.verifiedFile(written);
+        assertEquals(VerifiedFile.of(cache.path(written)), served);
+        assertEquals(0, cache.verifications(), "its bytes are the ones it wrote");
+
+        DiskCache another = open(); // another process on the same directory
+        assertEquals(served, another.verifiedFile(written));
+        assertEquals(served, another.verifiedFile(written));
+        assertEquals(1, another.verifications(), "read whole once, then remembered");
+
+        flipByte(cache.path(written), 10);
+        assertEquals(null, cache.verifiedFile(written), "changed since it was written");
+        assertEquals(1, cache.verifications());
+    }
+
     /** Flips one bit of the byte {@code fromEnd} bytes before the end of {@code file}, in place. */
     private static void flipByte(Path file, long fromEnd) throws IOException {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
