@@ -8,21 +8,26 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A file whose bytes were verified, as it was then: its inode, size and change time. A file still at
- * that inode, size and change time holds the same bytes (a write, a truncate or a touch changes the
- * change time, which no caller can set back), so it can be handed on without reading it again.
+ * A file whose bytes were verified, as it was then: its inode, size, change time and modification
+ * time. A file still at that inode, size and change time holds the same bytes (a write, a truncate or a
+ * touch changes the change time, which no caller can set back), so it can be handed on without reading
+ * it again.
  */
-public record VerifiedFile(Path path, long inode, long size, long changedNanos) {
+public record VerifiedFile(Path path, long inode, long size, long changedNanos, long modifiedMillis) {
 
-    /** {@code path} as stat(2) finds it now, from the "unix:ino,size,ctime" attributes of {@code attributes}. */
+    /** The attributes {@link #of(Path, Map)} reads. */
+    public static final String ATTRIBUTES = "unix:dev,ino,size,ctime,lastModifiedTime";
+
+    /** {@code path} as stat(2) found it, from its {@link #ATTRIBUTES}. */
     public static VerifiedFile of(Path path, Map<String, Object> attributes) {
         return new VerifiedFile(path, (Long) attributes.get("ino"), (Long) attributes.get("size"),
-                ((FileTime) attributes.get("ctime")).to(TimeUnit.NANOSECONDS));
+                ((FileTime) attributes.get("ctime")).to(TimeUnit.NANOSECONDS),
+                ((FileTime) attributes.get("lastModifiedTime")).toMillis());
     }
 
     /** {@code path} as it is now, taken as verified (for a caller that knows its bytes are right). */
     public static VerifiedFile of(Path path) throws IOException {
-        return of(path, Files.readAttributes(path, "unix:ino,size,ctime"));
+        return of(path, Files.readAttributes(path, ATTRIBUTES));
     }
 
     /** Whether a file found at {@code inode}, {@code size} and {@code changedNanos} is still this one. */

@@ -1,8 +1,8 @@
 package io.os2g.agent;
 
 import com.github.benmanes.caffeine.cache.Ticker;
+import io.os2g.CachedFile;
 import io.os2g.Errno;
-import io.os2g.VerifiedFile;
 import io.os2g.diskcache.BlockKey;
 import io.os2g.diskcache.DiskCache;
 import io.os2g.sharedcache.SharedCache;
@@ -235,16 +235,16 @@ public final class Agent implements AutoCloseable {
     }
 
     /**
-     * The disk cache's file holding the whole of object version {@code key}/{@code etag} (one block: a
-     * file no larger than a chunk), verified, for the kernel to read itself (FUSE passthrough); null when
-     * the cache does not hold it or there is no cache.
+     * The disk cache's file that would hold the whole of object version {@code key}/{@code etag} (one
+     * block: a file no larger than a chunk), for the kernel to read itself (FUSE passthrough) once
+     * verified; null when there is no cache or the file is larger.
      */
-    public VerifiedFile cachedFile(String key, String etag, long size) {
+    public CachedFile cachedFile(String key, String etag, long size) {
         if (cache == null || size <= 0 || size > config.chunkSize()) {
             return null;
         }
         prefetcher.kernelReadsCachedFiles(); // only a shim whose kernel reads them asks
-        return cache.verifiedFile(new BlockKey(cacheScope, key, etag, 0, size));
+        return cache.cachedFile(new BlockKey(cacheScope, key, etag, 0, size));
     }
 
     /** The disk tier below staging, or null. */

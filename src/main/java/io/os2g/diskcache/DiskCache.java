@@ -2,6 +2,7 @@ package io.os2g.diskcache;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import io.os2g.CachedFile;
 import io.os2g.PerThread;
 import io.os2g.PrivateDirectory;
 import io.os2g.VerifiedFile;
@@ -258,7 +259,7 @@ public final class DiskCache implements AutoCloseable {
         Path file = path(key);
         Map<String, Object> before;
         try {
-            before = Files.readAttributes(file, "unix:dev,ino,size,ctime,lastModifiedTime");
+            before = Files.readAttributes(file, VerifiedFile.ATTRIBUTES);
         } catch (NoSuchFileException e) {
             misses.increment();
             return null;
@@ -306,7 +307,7 @@ public final class DiskCache implements AutoCloseable {
             return VerifiedFile.of(file, attributes);
         }
         try {
-            Map<String, Object> touched = Files.readAttributes(file, "unix:dev,ino,size,ctime");
+            Map<String, Object> touched = Files.readAttributes(file, VerifiedFile.ATTRIBUTES);
             verified.asMap().replace(key, state, fileState(touched));
             return VerifiedFile.of(file, touched);
         } catch (IOException e) {
@@ -485,6 +486,39 @@ public final class DiskCache implements AutoCloseable {
             sweeper.sweep();
         } catch (IOException | UncheckedIOException e) {
             warnings.warn("sweep", "disk cache at {}: sweeping failed: {}", root.getParent(), e.toString());
+        }
+    }
+
+    /**
+     * The file that would hold exactly the block of {@code key}, offered for the kernel to read: not
+     * looked at until it is verified.
+     */
+    public CachedFile cachedFile(BlockKey key) {
+        return new Offer(key, path(key));
+    }
+
+    private final class Offer implements CachedFile {
+        private final BlockKey key;
+        private final Path path;
+
+        Offer(BlockKey key, Path path) {
+            this.key = key;
+            this.path = path;
+        }
+
+        @Override
+        public Path path() {
+            return path;
+        }
+
+        @Override
+        public VerifiedFile verify() {
+            return verifiedFile(key);
+        }
+
+        @Override
+        public void reused(VerifiedFile kept) {
+            served(path, key, kept.modifiedMillis()); // its mark renewed when due, which a later open then sees changed
         }
     }
 

@@ -1,13 +1,18 @@
 package io.os2g.fuse;
 
+import io.os2g.CachedFile;
 import io.os2g.VerifiedFile;
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,9 +26,12 @@ import org.slf4j.LoggerFactory;
  * keeps later opens there, and only a node with no open takes a new backing file.
  *
  * <p>A backing file stays registered after its node's last release, for the node's next open (a later
- * epoch of a dataset), which takes it again while it offers the same file unchanged; an open that offers
- * another file, or none, lets it go. The files kept so are bounded ({@link #IDLE_MAX}, {@link
- * #IDLE_MAX_BYTES}): the kernel holds each open, so one the disk cache sweeps stays on disk until then.
+ * epoch of a dataset), which takes it again without verifying the file anew while it offers the same
+ * path and the file kept is unchanged (checked on a descriptor held for it: its inode, size and change
+ * time); an open that offers another path, or none, or finds the file changed, lets it go. The files
+ * kept so are bounded by count (half the descriptor limit, at most {@link #IDLE_MAX}) and by
+ * {@link #IDLE_MAX_BYTES}: the kernel holds each open, so one the disk cache sweeps stays on disk until
+ * it is let go.
  */
 class BackingFiles {
 
@@ -42,9 +50,11 @@ class BackingFiles {
     record Mode(int openFlags, int backingId) {
     }
 
+    private static final Mode DIRECT = new Mode(FuseSession.FOPEN_DIRECT_IO, 0);
+
     private static final class NodeState {
         int backingId;
-        /** The file registered as {@link #backingId}. */
+        /** The file registered as {@link #backingId}, as it was verified. */
         VerifiedFile backing;
         int passthroughOpens;
         int cachedOpens;
@@ -55,10 +65,13 @@ class BackingFiles {
     }
 
     private final int device;
+    private final int idleMax;
     private final Map<Long, NodeState> nodes = new HashMap<>();
     private final Map<Long, Held> handles = new HashMap<>();
     /** The nodes with a backing file registered and no open, the longest idle first. */
     private final Map<Long, NodeState> idle = new LinkedHashMap<>();
+    /** The descriptor held open on each registered backing file, by its id. */
+    private final Map<Integer, Integer> descriptors = new HashMap<>();
     private long idleBytes;
     private long passthroughOpens;
     private long backingsReused;
@@ -66,31 +79,58 @@ class BackingFiles {
     private boolean refused;
 
     BackingFiles(int device) {
+        this(device, (int) Math.min(IDLE_MAX, openFilesLimit() / 2));
+    }
+
+    BackingFiles(int device, int idleMax) {
         this.device = device;
+        this.idleMax = idleMax;
     }
 
     /**
-     * How open {@code handle} of {@code node} is read: by {@code backing} (null: none offered) where the
-     * kernel takes it and it is still as verified, else through the page cache ({@code directIo}: past it).
+     * How open {@code handle} of {@code node} is read: by the file {@code offer} names (null: none) where
+     * the kernel takes it and it verifies, else through the page cache ({@code directIo}: past it). The
+     * verification runs outside this object's lock (it may read the file whole).
      */
-    synchronized Mode open(long node, long handle, VerifiedFile backing, boolean directIo) {
+    Mode open(long node, long handle, CachedFile offer, boolean directIo) {
         if (directIo) {
-            return new Mode(FuseSession.FOPEN_DIRECT_IO, 0); // joins no inode mode
+            return DIRECT; // joins no inode mode
         }
-        NodeState state = nodes.computeIfAbsent(node, n -> new NodeState());
-        if (state.backingId > 0 && state.passthroughOpens == 0) { // kept from the node's last open
+        Mode joined = join(node, handle, offer);
+        if (joined != null) {
+            return joined;
+        }
+        return open(node, handle, offer != null && usable() ? offer.verify() : null);
+    }
+
+    /** The node's backing file for this open, where it has one (in use, or kept and still the file offered); else null. */
+    private synchronized Mode join(long node, long handle, CachedFile offer) {
+        NodeState state = nodes.get(node);
+        if (state == null || state.backingId == 0) {
+            return null;
+        }
+        if (state.passthroughOpens == 0) { // kept from the node's last open
             takeIdle(node, state);
-            if (backing != null && backing.equals(state.backing)) {
-                backingsReused++;
-            } else { // another version, changed since, or no longer on disk
-                letGo(state);
+            if (offer == null || !offer.path().equals(state.backing.path()) || !unchanged(state.backingId, state.backing)) {
+                letGo(node, state); // another version, gone from the cache, or changed since
+                return null;
             }
+            backingsReused++;
+            offer.reused(state.backing);
         }
-        if (state.backingId > 0) { // whatever this open offers: the kernel takes no other way now
-            state.passthroughOpens++;
-            passthroughOpens++;
-            handles.put(handle, new Held(node, true, false));
-            return new Mode(FuseSession.FOPEN_PASSTHROUGH, state.backingId);
+        return passthrough(node, handle, state); // whatever this open offers: the kernel takes no other way now
+    }
+
+    /** How open {@code handle} of {@code node} is read, given the file verified for it ({@code backing}; null: none). */
+    private synchronized Mode open(long node, long handle, VerifiedFile backing) {
+        NodeState state = nodes.computeIfAbsent(node, n -> new NodeState());
+        if (state.backingId > 0 && state.passthroughOpens == 0) { // kept by an open released meanwhile
+            takeIdle(node, state);
+            letGo(node, state);
+            state = nodes.computeIfAbsent(node, n -> new NodeState());
+        }
+        if (state.backingId > 0) { // another open of it registered one meanwhile
+            return passthrough(node, handle, state);
         }
         if (backing != null && state.cachedOpens == 0 && !refused) {
             int id = register(backing);
@@ -101,15 +141,19 @@ class BackingFiles {
             if (id > 0) {
                 state.backingId = id;
                 state.backing = backing;
-                state.passthroughOpens = 1;
-                passthroughOpens++;
-                handles.put(handle, new Held(node, true, false));
-                return new Mode(FuseSession.FOPEN_PASSTHROUGH, id); // the kernel refuses KEEP_CACHE with it
+                return passthrough(node, handle, state); // the kernel refuses KEEP_CACHE with it
             }
         }
         state.cachedOpens++;
         handles.put(handle, new Held(node, false, true));
         return new Mode(FuseSession.FOPEN_KEEP_CACHE, 0);
+    }
+
+    private Mode passthrough(long node, long handle, NodeState state) {
+        state.passthroughOpens++;
+        passthroughOpens++;
+        handles.put(handle, new Held(node, true, false));
+        return new Mode(FuseSession.FOPEN_PASSTHROUGH, state.backingId);
     }
 
     /** Gives back what open {@code handle} held; its node's backing file is kept for its next open. */
@@ -125,10 +169,7 @@ class BackingFiles {
         if (held.passthrough() && --state.passthroughOpens == 0) {
             keepIdle(held.node(), state);
         }
-        if (held.cached()) {
-            state.cachedOpens--;
-        }
-        if (state.backingId == 0 && state.passthroughOpens == 0 && state.cachedOpens == 0) {
+        if (held.cached() && --state.cachedOpens == 0 && state.backingId == 0) {
             nodes.remove(held.node());
         }
     }
@@ -137,12 +178,11 @@ class BackingFiles {
         idle.put(node, state);
         idleBytes += state.backing.size();
         Iterator<Map.Entry<Long, NodeState>> oldest = idle.entrySet().iterator();
-        while (idle.size() > IDLE_MAX || idleBytes > IDLE_MAX_BYTES) {
+        while (idle.size() > idleMax || idleBytes > IDLE_MAX_BYTES) {
             Map.Entry<Long, NodeState> entry = oldest.next();
             oldest.remove();
             idleBytes -= entry.getValue().backing.size();
-            letGo(entry.getValue());
-            nodes.remove(entry.getKey()); // it had no open
+            letGo(entry.getKey(), entry.getValue());
         }
     }
 
@@ -151,10 +191,12 @@ class BackingFiles {
         idleBytes -= state.backing.size();
     }
 
-    private void letGo(NodeState state) {
+    /** Unregisters the backing file of a node with no open, which then has no state. */
+    private void letGo(long node, NodeState state) {
         unregister(state.backingId);
         state.backingId = 0;
         state.backing = null;
+        nodes.remove(node);
     }
 
     /** Whether backing files are worth offering: false once the kernel refused one for lack of privilege. */
@@ -187,11 +229,7 @@ class BackingFiles {
             return 0; // swept since it was verified: READs
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment stat = arena.allocate(Native.STATX_SIZE, 8);
-            if (Native.fstatx(fd, stat) != 0 || !file.sameAs(stat.get(ValueLayout.JAVA_LONG, Native.STATX_INO_AT),
-                    stat.get(ValueLayout.JAVA_LONG, Native.STATX_SIZE_AT),
-                    stat.get(ValueLayout.JAVA_LONG, Native.STATX_CTIME_SEC_AT) * 1_000_000_000L
-                            + Integer.toUnsignedLong(stat.get(ValueLayout.JAVA_INT, Native.STATX_CTIME_NSEC_AT)))) {
+            if (!stillVerified(fd, file)) {
                 LOG.debug("{} changed since it was verified: reads go through the session", file.path());
                 return 0;
             }
@@ -203,13 +241,49 @@ class BackingFiles {
                 LOG.debug("passthrough refused (errno {}): reads go through the session", errno);
                 return errno == EPERM ? -EPERM : 0;
             }
+            descriptors.put(id, fd); // held while registered: a kept file is checked on it
+            fd = -1;
             return id;
         } finally {
-            Native.close(fd); // the kernel keeps its own reference
+            if (fd >= 0) {
+                Native.close(fd);
+            }
+        }
+    }
+
+    /** Whether the backing file registered as {@code id} is still {@code file} as verified (statx of its descriptor). */
+    boolean unchanged(int id, VerifiedFile file) {
+        Integer fd = descriptors.get(id);
+        return fd != null && stillVerified(fd, file);
+    }
+
+    private static boolean stillVerified(int fd, VerifiedFile file) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment stat = arena.allocate(Native.STATX_SIZE, 8);
+            return Native.fstatx(fd, stat) == 0 && file.sameAs(stat.get(ValueLayout.JAVA_LONG, Native.STATX_INO_AT),
+                    stat.get(ValueLayout.JAVA_LONG, Native.STATX_SIZE_AT),
+                    stat.get(ValueLayout.JAVA_LONG, Native.STATX_CTIME_SEC_AT) * 1_000_000_000L
+                            + Integer.toUnsignedLong(stat.get(ValueLayout.JAVA_INT, Native.STATX_CTIME_NSEC_AT)));
+        }
+    }
+
+    /** This process's limit on open descriptors (its soft RLIMIT_NOFILE); 1,024 where it cannot be read. */
+    static long openFilesLimit() {
+        try (Stream<String> lines = Files.lines(Path.of("/proc/self/limits"))) {
+            return lines.filter(line -> line.startsWith("Max open files"))
+                    .map(line -> line.substring("Max open files".length()).trim().split("\\s+")[0])
+                    .map(soft -> soft.equals("unlimited") ? Long.MAX_VALUE : Long.parseLong(soft))
+                    .findFirst().orElse(1024L);
+        } catch (IOException | RuntimeException e) {
+            return 1024;
         }
     }
 
     void unregister(int id) {
+        Integer fd = descriptors.remove(id);
+        if (fd != null) {
+            Native.close(fd);
+        }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment value = arena.allocate(ValueLayout.JAVA_INT);
             value.set(ValueLayout.JAVA_INT, 0, id);

@@ -1,6 +1,6 @@
 package io.os2g.fuse;
 
-import io.os2g.VerifiedFile;
+import io.os2g.CachedFile;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 
@@ -23,12 +23,11 @@ public interface FuseFileSystem {
 
     /**
      * An open file: its handle comes back with each read and the release. With a {@code backing} file
-     * (one holding exactly this file's bytes at their own offsets, as it was when they were verified),
-     * the kernel reads that file itself (FUSE passthrough) where the mount can ({@link
-     * #passthroughUsable}) and the file is still as verified: then no READ comes for this open. Null
-     * for none.
+     * (one that may hold exactly this file's bytes at their own offsets), the kernel reads that file
+     * itself (FUSE passthrough) where the mount can ({@link #passthroughUsable}) and the file verifies:
+     * then no READ comes for this open. Null for none.
      */
-    record Opened(long handle, VerifiedFile backing, boolean directIo) {
+    record Opened(long handle, CachedFile backing, boolean directIo) {
         /** An open whose pages the kernel keeps across opens (until the attributes show a change). */
         public static Opened handle(long handle) {
             return new Opened(handle, null, false);
@@ -40,7 +39,7 @@ public interface FuseFileSystem {
         }
 
         /** An open the kernel reads from {@code backing} where it can, else as {@link #handle}. */
-        public static Opened backedBy(long handle, VerifiedFile backing) {
+        public static Opened backedBy(long handle, CachedFile backing) {
             return new Opened(handle, backing, false);
         }
     }

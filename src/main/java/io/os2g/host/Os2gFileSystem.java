@@ -1,8 +1,8 @@
 package io.os2g.host;
 
+import io.os2g.CachedFile;
 import io.os2g.Errno;
 import io.os2g.ErrnoException;
-import io.os2g.VerifiedFile;
 import io.os2g.WarningLimiter;
 import io.os2g.fuse.ForwardedRead;
 import io.os2g.fuse.FuseFileSystem;
@@ -266,7 +266,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
             handles.put(fh, new OpenHandle(file, agentHandle));
             metrics.openFiles(1);
             // a whole object in the agent's disk cache: the kernel reads its file there (no READ comes)
-            VerifiedFile cached = passthrough ? link.cachedFile(request) : null;
+            CachedFile cached = passthrough ? link.cachedFile(request) : null;
             // the page cache survives this open; a new object version (new mtime or size at the next
             // getattr after the TTL) drops it in the kernel
             return cached != null ? Opened.backedBy(fh, cached) : Opened.handle(fh);

@@ -1,6 +1,6 @@
 package io.os2g.link;
 
-import io.os2g.VerifiedFile;
+import io.os2g.CachedFile;
 import io.os2g.staging.ReservedPages;
 import io.os2g.staging.StagingView;
 import java.util.concurrent.CompletableFuture;
@@ -39,12 +39,12 @@ public interface AgentLink extends AutoCloseable {
     }
 
     /**
-     * A local file holding exactly the bytes of the file version {@code request} names, verified, that
-     * the kernel may read itself (FUSE passthrough): the agent's disk cache holds the whole object. Null
-     * when there is none, and always from an agent in another process (its disk is not this one's to
-     * read: the shim never touches the cache).
+     * The local file that would hold exactly the bytes of the file version {@code request} names, for
+     * the kernel to read itself (FUSE passthrough) once verified: where the agent's disk cache keeps the
+     * whole object. Null when it has no cache or the file is larger than a block, and always from an
+     * agent in another process (its disk is not this one's to read: the shim never touches the cache).
      */
-    default VerifiedFile cachedFile(OpenRequest request) {
+    default CachedFile cachedFile(OpenRequest request) {
         return null;
     }
 

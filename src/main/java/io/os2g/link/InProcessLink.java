@@ -1,7 +1,7 @@
 package io.os2g.link;
 
+import io.os2g.CachedFile;
 import io.os2g.Errno;
-import io.os2g.VerifiedFile;
 import io.os2g.agent.Agent;
 import io.os2g.agent.Uploads;
 import io.os2g.staging.ReservedPages;
@@ -77,7 +77,7 @@ public final class InProcessLink implements AgentLink {
     }
 
     @Override
-    public VerifiedFile cachedFile(OpenRequest request) {
+    public CachedFile cachedFile(OpenRequest request) {
         return agent.cachedFile(request.key(), request.etag(), request.size());
     }
 

@@ -2,6 +2,7 @@ package io.os2g.fuse;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.os2g.CachedFile;
 import io.os2g.VerifiedFile;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -19,19 +20,63 @@ class BackingFilesTest {
     private static final VerifiedFile BLOCK = block("a");
     private static final VerifiedFile OTHER_VERSION = block("b");
 
+    /** No file offered. */
+    private static final VerifiedFile NONE = null;
+
     private static VerifiedFile block(String name) {
-        return new VerifiedFile(Path.of("/cache/" + name + ".blk"), name.hashCode(), 100_000, 1_700_000_000_000_000_000L);
+        return file(name, name.hashCode(), 100_000);
     }
 
-    /** Registers every file (ids 1, 2, ...), as a kernel with passthrough does, and records what it was told. */
+    private static VerifiedFile file(String name, long inode, long size) {
+        return new VerifiedFile(Path.of("/cache/" + name + ".blk"), inode, size, 1_700_000_000_000_000_000L, 1_700_000_000_000L);
+    }
+
+    /**
+     * Registers every file (ids 1, 2, ...), as a kernel with passthrough does, and records what it was
+     * told; a file of a registered id is unchanged unless the test says so.
+     */
     private static final class Recorded extends BackingFiles {
         final List<VerifiedFile> registered = new ArrayList<>();
         final List<Integer> unregistered = new ArrayList<>();
+        final List<Integer> changed = new ArrayList<>();
+        final List<VerifiedFile> reused = new ArrayList<>();
+        int verifications;
         boolean refuse;
         boolean unprivileged;
 
         Recorded() {
-            super(-1);
+            super(-1, BackingFiles.IDLE_MAX);
+        }
+
+        /** An open offered {@code file} (NONE: none), which verifies as {@code file}. */
+        Mode open(long node, long handle, VerifiedFile file, boolean directIo) {
+            return open(node, handle, file == null ? null : offer(file.path(), file), directIo);
+        }
+
+        /** An offer of {@code path}, which verifies as {@code verified} (null: the cache has no good copy). */
+        CachedFile offer(Path path, VerifiedFile verified) {
+            return new CachedFile() {
+                @Override
+                public Path path() {
+                    return path;
+                }
+
+                @Override
+                public VerifiedFile verify() {
+                    verifications++;
+                    return verified;
+                }
+
+                @Override
+                public void reused(VerifiedFile kept) {
+                    reused.add(kept);
+                }
+            };
+        }
+
+        @Override
+        boolean unchanged(int id, VerifiedFile file) {
+            return !changed.contains(id);
         }
 
         @Override
@@ -71,27 +116,35 @@ class BackingFilesTest {
         assertEquals(1, files.idle());
         assertEquals(passthrough(1), files.open(7, 103, BLOCK, false), "the same file, unchanged: taken again");
         assertEquals(List.of(BLOCK, block("c")), files.registered);
+        assertEquals(2, files.verifications, "the kept file is not verified again");
+        assertEquals(List.of(BLOCK), files.reused, "but counted as a use of it");
         assertEquals(4, files.passthroughOpens());
         assertEquals(1, files.backingsReused());
         assertEquals(0, files.idle());
     }
 
     @Test
-    void aKeptBackingFileGoesWhenItsNodeOffersAnotherFileOrNone() {
+    void aKeptBackingFileGoesWhenItsNodeOffersAnotherFileOrNoneOrItChanged() {
         Recorded files = new Recorded();
         files.open(7, 100, BLOCK, false);
         files.release(100);
         assertEquals(passthrough(2), files.open(7, 101, OTHER_VERSION, false), "a new version: its own file");
         assertEquals(List.of(1), files.unregistered);
         files.release(101);
-        VerifiedFile touched = new VerifiedFile(OTHER_VERSION.path(), OTHER_VERSION.inode(), OTHER_VERSION.size(),
-                OTHER_VERSION.changedNanos() + 1);
-        assertEquals(passthrough(3), files.open(7, 102, touched, false), "the same path, changed since: registered anew");
+        files.changed.add(2); // written, touched, or unlinked since it was verified
+        assertEquals(passthrough(3), files.open(7, 102, OTHER_VERSION, false), "the same path, changed since: verified, registered anew");
         assertEquals(List.of(1, 2), files.unregistered);
+        assertEquals(3, files.verifications);
         files.release(102);
-        assertEquals(CACHED, files.open(7, 103, null, false), "no longer on disk: read through the session");
+        files.changed.add(3);
+        assertEquals(CACHED, files.open(7, 103, files.offer(OTHER_VERSION.path(), null), false), "changed, and no good copy left");
         assertEquals(List.of(1, 2, 3), files.unregistered);
         files.release(103);
+        assertEquals(passthrough(4), files.open(7, 104, OTHER_VERSION, false));
+        files.release(104);
+        assertEquals(CACHED, files.open(7, 105, NONE, false), "nothing offered: read through the session");
+        assertEquals(List.of(1, 2, 3, 4), files.unregistered);
+        files.release(105);
         assertEquals(0, files.idle());
         assertEquals(0, files.backingsReused());
     }
@@ -100,17 +153,17 @@ class BackingFilesTest {
     void theBackingFilesKeptAreBoundedByCountAndBytesTheLongestIdleGoingFirst() {
         Recorded files = new Recorded();
         for (int i = 0; i < BackingFiles.IDLE_MAX + 2; i++) {
-            files.open(i, 1000 + i, new VerifiedFile(Path.of("/cache/n" + i + ".blk"), i, 1, 1), false);
+            files.open(i, 1000 + i, file("n" + i, i, 1), false);
             files.release(1000 + i);
         }
         assertEquals(BackingFiles.IDLE_MAX, files.idle());
         assertEquals(List.of(1, 2), files.unregistered, "the two released first");
         assertEquals(passthrough(BackingFiles.IDLE_MAX + 2), files.open(BackingFiles.IDLE_MAX + 1, 1,
-                new VerifiedFile(Path.of("/cache/n" + (BackingFiles.IDLE_MAX + 1) + ".blk"), BackingFiles.IDLE_MAX + 1, 1, 1), false));
+                file("n" + (BackingFiles.IDLE_MAX + 1), BackingFiles.IDLE_MAX + 1, 1), false));
 
         Recorded big = new Recorded();
-        VerifiedFile half = new VerifiedFile(Path.of("/cache/half.blk"), 1, BackingFiles.IDLE_MAX_BYTES / 2, 1);
-        VerifiedFile more = new VerifiedFile(Path.of("/cache/more.blk"), 2, BackingFiles.IDLE_MAX_BYTES / 2 + 1, 1);
+        VerifiedFile half = file("half", 1, BackingFiles.IDLE_MAX_BYTES / 2);
+        VerifiedFile more = file("more", 2, BackingFiles.IDLE_MAX_BYTES / 2 + 1);
         big.open(1, 10, half, false);
         big.open(2, 11, more, false);
         big.release(10);
@@ -123,21 +176,21 @@ class BackingFilesTest {
     void aNodeReadByPassthroughServesEveryLaterOpenFromItsFile() {
         Recorded files = new Recorded();
         assertEquals(passthrough(1), files.open(7, 100, BLOCK, false));
-        assertEquals(passthrough(1), files.open(7, 101, null, false), "not on disk any more: still the node's file");
+        assertEquals(passthrough(1), files.open(7, 101, NONE, false), "not on disk any more: still the node's file");
         assertEquals(passthrough(1), files.open(7, 102, OTHER_VERSION, false), "another version's file: the first's, until released");
         assertEquals(List.of(BLOCK), files.registered);
         files.release(101);
         files.release(102);
         files.release(100);
         assertEquals(List.of(), files.unregistered, "kept");
-        assertEquals(CACHED, files.open(7, 104, null, false), "the node is free again");
+        assertEquals(CACHED, files.open(7, 104, NONE, false), "the node is free again");
         assertEquals(List.of(1), files.unregistered, "let go: its open offered none");
     }
 
     @Test
     void aNodeReadThroughThePageCacheKeepsItsLaterOpensThere() {
         Recorded files = new Recorded();
-        assertEquals(CACHED, files.open(7, 100, null, false));
+        assertEquals(CACHED, files.open(7, 100, NONE, false));
         assertEquals(CACHED, files.open(7, 101, BLOCK, false), "on disk now, but the node has a cached open");
         assertEquals(List.of(), files.registered);
         files.release(100);

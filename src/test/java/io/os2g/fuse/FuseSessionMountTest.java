@@ -49,6 +49,7 @@ class FuseSessionMountTest {
         LentDeviceReplies replies;
         private final Path source;
         final java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
+        final java.util.concurrent.atomic.AtomicInteger reusedBackings = new java.util.concurrent.atomic.AtomicInteger();
         private final java.util.concurrent.ExecutorService other = java.util.concurrent.Executors.newSingleThreadExecutor();
 
         TinyFs(Mode mode, int fd, Path source) {
@@ -99,13 +100,28 @@ class FuseSessionMountTest {
             if (mode != Mode.PASSTHROUGH && mode != Mode.PASSTHROUGH_CHANGED) {
                 return Opened.handle(42);
             }
-            try {
-                io.os2g.VerifiedFile now = io.os2g.VerifiedFile.of(source);
-                return Opened.backedBy(42, mode == Mode.PASSTHROUGH ? now // as verified a moment before:
-                        : new io.os2g.VerifiedFile(source, now.inode(), now.size(), now.changedNanos() - 1));
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
+            return Opened.backedBy(42, new io.os2g.CachedFile() {
+                @Override
+                public Path path() {
+                    return source;
+                }
+
+                @Override
+                public io.os2g.VerifiedFile verify() {
+                    try {
+                        io.os2g.VerifiedFile now = io.os2g.VerifiedFile.of(source);
+                        return mode == Mode.PASSTHROUGH ? now // as verified a moment before:
+                                : new io.os2g.VerifiedFile(source, now.inode(), now.size(), now.changedNanos() - 1, now.modifiedMillis());
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }
+
+                @Override
+                public void reused(io.os2g.VerifiedFile kept) {
+                    reusedBackings.incrementAndGet();
+                }
+            });
         }
 
         @Override
@@ -283,6 +299,9 @@ class FuseSessionMountTest {
                 java.nio.ByteBuffer middle = java.nio.ByteBuffer.allocate(777_777);
                 assertEquals(777_777, channel.read(middle, 12_345));
                 assertArrayEquals(java.util.Arrays.copyOfRange(BYTES, 12_345, 12_345 + 777_777), middle.array());
+            }
+            if (mode == Mode.PASSTHROUGH) {
+                assertEquals(1, fs.reusedBackings.get(), "the second open took the backing file the first left, unchanged");
             }
             return fs.reads.get();
         } finally {
