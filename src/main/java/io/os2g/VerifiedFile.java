@@ -29,9 +29,4 @@ public record VerifiedFile(Path path, long inode, long size, long changedNanos, 
     public static VerifiedFile of(Path path) throws IOException {
         return of(path, Files.readAttributes(path, ATTRIBUTES));
     }
-
-    /** Whether a file found at {@code inode}, {@code size} and {@code changedNanos} is still this one. */
-    public boolean sameAs(long inode, long size, long changedNanos) {
-        return this.inode == inode && this.size == size && this.changedNanos == changedNanos;
-    }
 }

@@ -1,7 +1,7 @@
 package io.os2g.fuse;
 
-import io.os2g.CachedFile;
-import io.os2g.VerifiedFile;
+import io.os2g.fuse.FuseFileSystem.Backing;
+import io.os2g.fuse.FuseFileSystem.BackingFile;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -55,7 +55,7 @@ class BackingFiles {
     private static final class NodeState {
         int backingId;
         /** The file registered as {@link #backingId}, as it was verified. */
-        VerifiedFile backing;
+        BackingFile backing;
         int passthroughOpens;
         int cachedOpens;
     }
@@ -92,7 +92,7 @@ class BackingFiles {
      * the kernel takes it and it verifies, else through the page cache ({@code directIo}: past it). The
      * verification runs outside this object's lock (it may read the file whole).
      */
-    Mode open(long node, long handle, CachedFile offer, boolean directIo) {
+    Mode open(long node, long handle, Backing offer, boolean directIo) {
         if (directIo) {
             return DIRECT; // joins no inode mode
         }
@@ -104,7 +104,7 @@ class BackingFiles {
     }
 
     /** The node's backing file for this open, where it has one (in use, or kept and still the file offered); else null. */
-    private synchronized Mode join(long node, long handle, CachedFile offer) {
+    private synchronized Mode join(long node, long handle, Backing offer) {
         NodeState state = nodes.get(node);
         if (state == null || state.backingId == 0) {
             return null;
@@ -122,7 +122,7 @@ class BackingFiles {
     }
 
     /** How open {@code handle} of {@code node} is read, given the file verified for it ({@code backing}; null: none). */
-    private synchronized Mode open(long node, long handle, VerifiedFile backing) {
+    private synchronized Mode open(long node, long handle, BackingFile backing) {
         NodeState state = nodes.computeIfAbsent(node, n -> new NodeState());
         if (state.backingId > 0 && state.passthroughOpens == 0) { // kept by an open released meanwhile
             takeIdle(node, state);
@@ -223,7 +223,7 @@ class BackingFiles {
      * The kernel's id for {@code file} as a backing file; 0 where it cannot be one (gone, changed since it
      * was verified, refused), or -EPERM where the mount process lacks the privilege.
      */
-    int register(VerifiedFile file) {
+    int register(BackingFile file) {
         int fd = Native.open(file.path().toString(), O_RDONLY | Native.O_CLOEXEC);
         if (fd < 0) {
             return 0; // swept since it was verified: READs
@@ -252,12 +252,12 @@ class BackingFiles {
     }
 
     /** Whether the backing file registered as {@code id} is still {@code file} as verified (statx of its descriptor). */
-    boolean unchanged(int id, VerifiedFile file) {
+    boolean unchanged(int id, BackingFile file) {
         Integer fd = descriptors.get(id);
         return fd != null && stillVerified(fd, file);
     }
 
-    private static boolean stillVerified(int fd, VerifiedFile file) {
+    private static boolean stillVerified(int fd, BackingFile file) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment stat = arena.allocate(Native.STATX_SIZE, 8);
             return Native.fstatx(fd, stat) == 0 && file.sameAs(stat.get(ValueLayout.JAVA_LONG, Native.STATX_INO_AT),

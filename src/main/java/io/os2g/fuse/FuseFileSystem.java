@@ -1,7 +1,7 @@
 package io.os2g.fuse;
 
-import io.os2g.CachedFile;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.util.List;
 
 /**
@@ -27,7 +27,7 @@ public interface FuseFileSystem {
      * itself (FUSE passthrough) where the mount can ({@link #passthroughUsable}) and the file verifies:
      * then no READ comes for this open. Null for none.
      */
-    record Opened(long handle, CachedFile backing, boolean directIo) {
+    record Opened(long handle, Backing backing, boolean directIo) {
         /** An open whose pages the kernel keeps across opens (until the attributes show a change). */
         public static Opened handle(long handle) {
             return new Opened(handle, null, false);
@@ -39,8 +39,36 @@ public interface FuseFileSystem {
         }
 
         /** An open the kernel reads from {@code backing} where it can, else as {@link #handle}. */
-        public static Opened backedBy(long handle, CachedFile backing) {
+        public static Opened backedBy(long handle, Backing backing) {
             return new Opened(handle, backing, false);
+        }
+    }
+
+    /**
+     * A file that may hold exactly an open file's bytes at their own offsets, offered for the kernel to
+     * read itself (FUSE passthrough): where it is, found without touching it, and the file verified on
+     * demand.
+     */
+    interface Backing {
+        /** Where the file is: the same path holds the same bytes. */
+        Path path();
+
+        /** The file, its bytes verified now (or remembered as verified while unchanged); null when there is no good copy. */
+        BackingFile verify();
+
+        /** The kernel reads {@code kept} again, unchanged since it was verified. */
+        void reused(BackingFile kept);
+    }
+
+    /**
+     * A backing file as it was verified: a file still at that inode, size and change time holds the same
+     * bytes (a write, a truncate, a touch or an unlink changes the change time); its modification time
+     * then goes with it for the file system's own use.
+     */
+    record BackingFile(Path path, long inode, long size, long changedNanos, long modifiedMillis) {
+        /** Whether a file found at {@code inode}, {@code size} and {@code changedNanos} is still this one. */
+        public boolean sameAs(long inode, long size, long changedNanos) {
+            return this.inode == inode && this.size == size && this.changedNanos == changedNanos;
         }
     }
 

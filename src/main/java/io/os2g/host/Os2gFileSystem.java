@@ -269,7 +269,7 @@ public final class Os2gFileSystem implements FuseFileSystem {
             CachedFile cached = passthrough ? link.cachedFile(request) : null;
             // the page cache survives this open; a new object version (new mtime or size at the next
             // getattr after the TTL) drops it in the kernel
-            return cached != null ? Opened.backedBy(fh, cached) : Opened.handle(fh);
+            return cached != null ? Opened.backedBy(fh, new CachedBacking(cached)) : Opened.handle(fh);
         } catch (RuntimeException e) {
             throw failure("open", path, e);
         }

@@ -2,8 +2,8 @@ package io.os2g.fuse;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.os2g.CachedFile;
-import io.os2g.VerifiedFile;
+import io.os2g.fuse.FuseFileSystem.Backing;
+import io.os2g.fuse.FuseFileSystem.BackingFile;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,18 +17,18 @@ import org.junit.jupiter.api.Test;
 @Tag("unit")
 class BackingFilesTest {
 
-    private static final VerifiedFile BLOCK = block("a");
-    private static final VerifiedFile OTHER_VERSION = block("b");
+    private static final BackingFile BLOCK = block("a");
+    private static final BackingFile OTHER_VERSION = block("b");
 
     /** No file offered. */
-    private static final VerifiedFile NONE = null;
+    private static final BackingFile NONE = null;
 
-    private static VerifiedFile block(String name) {
+    private static BackingFile block(String name) {
         return file(name, name.hashCode(), 100_000);
     }
 
-    private static VerifiedFile file(String name, long inode, long size) {
-        return new VerifiedFile(Path.of("/cache/" + name + ".blk"), inode, size, 1_700_000_000_000_000_000L, 1_700_000_000_000L);
+    private static BackingFile file(String name, long inode, long size) {
+        return new BackingFile(Path.of("/cache/" + name + ".blk"), inode, size, 1_700_000_000_000_000_000L, 1_700_000_000_000L);
     }
 
     /**
@@ -36,10 +36,10 @@ class BackingFilesTest {
      * told; a file of a registered id is unchanged unless the test says so.
      */
     private static final class Recorded extends BackingFiles {
-        final List<VerifiedFile> registered = new ArrayList<>();
+        final List<BackingFile> registered = new ArrayList<>();
         final List<Integer> unregistered = new ArrayList<>();
         final List<Integer> changed = new ArrayList<>();
-        final List<VerifiedFile> reused = new ArrayList<>();
+        final List<BackingFile> reused = new ArrayList<>();
         int verifications;
         boolean refuse;
         boolean unprivileged;
@@ -49,38 +49,38 @@ class BackingFilesTest {
         }
 
         /** An open offered {@code file} (NONE: none), which verifies as {@code file}. */
-        Mode open(long node, long handle, VerifiedFile file, boolean directIo) {
+        Mode open(long node, long handle, BackingFile file, boolean directIo) {
             return open(node, handle, file == null ? null : offer(file.path(), file), directIo);
         }
 
         /** An offer of {@code path}, which verifies as {@code verified} (null: the cache has no good copy). */
-        CachedFile offer(Path path, VerifiedFile verified) {
-            return new CachedFile() {
+        Backing offer(Path path, BackingFile verified) {
+            return new Backing() {
                 @Override
                 public Path path() {
                     return path;
                 }
 
                 @Override
-                public VerifiedFile verify() {
+                public BackingFile verify() {
                     verifications++;
                     return verified;
                 }
 
                 @Override
-                public void reused(VerifiedFile kept) {
+                public void reused(BackingFile kept) {
                     reused.add(kept);
                 }
             };
         }
 
         @Override
-        boolean unchanged(int id, VerifiedFile file) {
+        boolean unchanged(int id, BackingFile file) {
             return !changed.contains(id);
         }
 
         @Override
-        int register(VerifiedFile file) {
+        int register(BackingFile file) {
             if (unprivileged) {
                 return -1; // -EPERM
             }
@@ -162,8 +162,8 @@ class BackingFilesTest {
                 file("n" + (BackingFiles.IDLE_MAX + 1), BackingFiles.IDLE_MAX + 1, 1), false));
 
         Recorded big = new Recorded();
-        VerifiedFile half = file("half", 1, BackingFiles.IDLE_MAX_BYTES / 2);
-        VerifiedFile more = file("more", 2, BackingFiles.IDLE_MAX_BYTES / 2 + 1);
+        BackingFile half = file("half", 1, BackingFiles.IDLE_MAX_BYTES / 2);
+        BackingFile more = file("more", 2, BackingFiles.IDLE_MAX_BYTES / 2 + 1);
         big.open(1, 10, half, false);
         big.open(2, 11, more, false);
         big.release(10);

@@ -100,25 +100,27 @@ class FuseSessionMountTest {
             if (mode != Mode.PASSTHROUGH && mode != Mode.PASSTHROUGH_CHANGED) {
                 return Opened.handle(42);
             }
-            return Opened.backedBy(42, new io.os2g.CachedFile() {
+            return Opened.backedBy(42, new Backing() {
                 @Override
                 public Path path() {
                     return source;
                 }
 
                 @Override
-                public io.os2g.VerifiedFile verify() {
+                public BackingFile verify() {
                     try {
-                        io.os2g.VerifiedFile now = io.os2g.VerifiedFile.of(source);
-                        return mode == Mode.PASSTHROUGH ? now // as verified a moment before:
-                                : new io.os2g.VerifiedFile(source, now.inode(), now.size(), now.changedNanos() - 1, now.modifiedMillis());
+                        var now = Files.readAttributes(source, "unix:ino,size,ctime,lastModifiedTime");
+                        long changed = ((java.nio.file.attribute.FileTime) now.get("ctime")).to(java.util.concurrent.TimeUnit.NANOSECONDS);
+                        return new BackingFile(source, (Long) now.get("ino"), (Long) now.get("size"),
+                                mode == Mode.PASSTHROUGH ? changed : changed - 1, // as verified a moment before, or changed since
+                                ((java.nio.file.attribute.FileTime) now.get("lastModifiedTime")).toMillis());
                     } catch (java.io.IOException e) {
                         throw new java.io.UncheckedIOException(e);
                     }
                 }
 
                 @Override
-                public void reused(io.os2g.VerifiedFile kept) {
+                public void reused(BackingFile kept) {
                     reusedBackings.incrementAndGet();
                 }
             });
