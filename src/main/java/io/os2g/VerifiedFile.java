@@ -1,7 +1,5 @@
 package io.os2g;
 
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.util.Map;
@@ -23,10 +21,5 @@ public record VerifiedFile(Path path, long inode, long size, long changedNanos, 
         return new VerifiedFile(path, (Long) attributes.get("ino"), (Long) attributes.get("size"),
                 ((FileTime) attributes.get("ctime")).to(TimeUnit.NANOSECONDS),
                 ((FileTime) attributes.get("lastModifiedTime")).toMillis());
-    }
-
-    /** {@code path} as it is now, taken as verified (for a caller that knows its bytes are right). */
-    public static VerifiedFile of(Path path) throws IOException {
-        return of(path, Files.readAttributes(path, ATTRIBUTES));
     }
 }

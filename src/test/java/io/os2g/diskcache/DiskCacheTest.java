@@ -142,10 +142,10 @@ class DiskCacheTest {
 
         Files.setLastModifiedTime(cache.path(old), FileTime.fromMillis(now - 3_600_000));
         VerifiedFile served = cache.verifiedFile(old);
-        assertEquals(VerifiedFile.of(cache.path(old)), served, "as it is once its mark is renewed");
+        assertEquals(asItIs(cache.path(old)), served, "as it is once its mark is renewed");
         Files.setLastModifiedTime(cache.path(old), FileTime.fromMillis(now - 3_600_000));
         served = cache.verifiedFile(old);
-        assertEquals(VerifiedFile.of(cache.path(old)), served, "so again, remembered as verified");
+        assertEquals(asItIs(cache.path(old)), served, "so again, remembered as verified");
     }
 
     @Test
@@ -199,9 +199,9 @@ class DiskCacheTest {
         put(cache, flipped, data);
         put(cache, replaced, data);
         put(cache, other, data);
-        assertEquals(VerifiedFile.of(cache.path(flipped)), cache.verifiedFile(flipped));
-        assertEquals(VerifiedFile.of(cache.path(replaced)), cache.verifiedFile(replaced));
-        assertEquals(VerifiedFile.of(cache.path(flipped)), cache.verifiedFile(flipped), "unchanged: handed on again");
+        assertEquals(asItIs(cache.path(flipped)), cache.verifiedFile(flipped));
+        assertEquals(asItIs(cache.path(replaced)), cache.verifiedFile(replaced));
+        assertEquals(asItIs(cache.path(flipped)), cache.verifiedFile(flipped), "unchanged: handed on again");
 
         flipByte(cache.path(flipped), 10); // a write in place: the file's change time moves
         Path copy = dir.resolve("other.blk");
@@ -220,7 +220,7 @@ class DiskCacheTest {
         BlockKey written = key("written", "e", 0, data.length);
         put(cache, written, data);
         VerifiedFile served = cache.verifiedFile(written);
-        assertEquals(VerifiedFile.of(cache.path(written)), served);
+        assertEquals(asItIs(cache.path(written)), served);
         assertEquals(0, cache.verifications(), "its bytes are the ones it wrote");
 
         DiskCache another = open(); // another process on the same directory
@@ -231,6 +231,11 @@ class DiskCacheTest {
         flipByte(cache.path(written), 10);
         assertEquals(null, cache.verifiedFile(written), "changed since it was written");
         assertEquals(1, cache.verifications());
+    }
+
+    /** {@code file} as stat(2) finds it now. */
+    private static VerifiedFile asItIs(Path file) throws IOException {
+        return VerifiedFile.of(file, Files.readAttributes(file, VerifiedFile.ATTRIBUTES));
     }
 
     /** Flips one bit of the byte {@code fromEnd} bytes before the end of {@code file}, in place. */
