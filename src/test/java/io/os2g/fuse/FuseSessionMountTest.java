@@ -50,6 +50,7 @@ class FuseSessionMountTest {
         private final Path source;
         final java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
         final java.util.concurrent.atomic.AtomicInteger reusedBackings = new java.util.concurrent.atomic.AtomicInteger();
+        final java.util.concurrent.atomic.AtomicInteger releases = new java.util.concurrent.atomic.AtomicInteger();
         private final java.util.concurrent.ExecutorService other = java.util.concurrent.Executors.newSingleThreadExecutor();
 
         TinyFs(Mode mode, int fd, Path source) {
@@ -169,6 +170,7 @@ class FuseSessionMountTest {
 
         @Override
         public void release(long node, long handle) {
+            releases.incrementAndGet();
         }
 
         private void overwrite(long from, int length) {
@@ -288,6 +290,13 @@ class FuseSessionMountTest {
                 return fs.reads.get();
             }
             assertArrayEquals(BYTES, Files.readAllBytes(other.resolve("data.bin")));
+            if (mode == Mode.PASSTHROUGH) {
+                // the kernel sends RELEASE after close returns: an open before it joins the open file, kept or not
+                long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+                while (fs.releases.get() == 0 && System.nanoTime() < deadline) {
+                    Thread.sleep(1);
+                }
+            }
             if (mode == Mode.SPLICE_THEN_OVERWRITE) {
                 // the last reply's pages are let go just after the reader has its bytes, by the session's thread
                 long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
