@@ -181,10 +181,11 @@ def targets(endpoint, data, work, quick, https=None, tier=None, veth=None):
     ]
     baseline = os.environ.get("OS2G_BASELINE")
     if baseline:  # another build's checkout, for before/after rounds: os2g-base, os2g-split-base
-        all_targets[1:1] = os2g_targets(str(Path(baseline) / "os2g"), "-base", endpoint, work, creds)
-    if quick:
+        base = str(Path(baseline) / "os2g")
+        all_targets[1:1] = [*os2g_targets(base, "-base", endpoint, work, creds), *os2g_cache_targets(base, "-base", endpoint, work, creds)]
+    if quick:  # each target at its defaults, and os2g's disk cache (its workloads have no default target)
         return [t for t in all_targets if t.flags == "default" or t.name.startswith(("os2g-split", "os2g-net")) or t.name in ("local", "direct")
-                or t.writes]
+                or t.writes or t.cache_dir is not None and t.name.startswith("os2g")]
     return all_targets
 
 
@@ -230,14 +231,9 @@ CACHE_STAGING = "256M"
 def cache_targets(launcher, endpoint, work, creds, s3fs_base, rclone_env):
     """The targets of the disk cache workloads (a set larger than memory): os2g with a small staging region,
     without and with --cache-dir, and the peers with their own disk caches."""
-    os2g_cache, s3fs_cache, rclone_cache = work / "os2g-cache", work / "s3fs-cache", work / "rclone-vfs-cache"
-    mount = [launcher, "mount", "bench"]
+    s3fs_cache, rclone_cache = work / "s3fs-cache", work / "rclone-vfs-cache"
     return [
-        Target("os2g", f"--staging-size {CACHE_STAGING}, no disk cache",
-               lambda m: [*mount, str(m), "--endpoint", endpoint, "--staging-size", CACHE_STAGING], creds, cache_dir=work / "none"),
-        Target("os2g", f"--staging-size {CACHE_STAGING} --cache-dir DIR",
-               lambda m: [*mount, str(m), "--endpoint", endpoint, "--staging-size", CACHE_STAGING, "--cache-dir", str(os2g_cache)],
-               creds, cache_dir=os2g_cache),
+        *os2g_cache_targets(launcher, "", endpoint, work, creds),
         Target("s3fs", "-o use_cache=DIR,ro,kernel_cache",
                lambda m: ["s3fs", "bench", str(m), "-f", "-o", s3fs_base + f",ro,kernel_cache,use_cache={s3fs_cache}"],
                cache_dir=s3fs_cache),
@@ -245,6 +241,19 @@ def cache_targets(launcher, endpoint, work, creds, s3fs_base, rclone_env):
                lambda m: ["rclone", "mount", ":s3:bench", str(m), "--read-only", "--vfs-cache-mode", "full",
                           "--cache-dir", str(rclone_cache), "--dir-cache-time", "1h", "--attr-timeout", "1h"],
                rclone_env, cache_dir=rclone_cache),
+    ]
+
+
+def os2g_cache_targets(launcher, suffix, endpoint, work, creds):
+    """os2g's disk cache targets, run by the launcher at `launcher`: a small staging region without and with --cache-dir."""
+    cache = work / f"os2g{suffix}-cache"
+    mount = [launcher, "mount", "bench"]
+    return [
+        Target("os2g" + suffix, f"--staging-size {CACHE_STAGING}, no disk cache",
+               lambda m: [*mount, str(m), "--endpoint", endpoint, "--staging-size", CACHE_STAGING], creds, cache_dir=work / "none"),
+        Target("os2g" + suffix, f"--staging-size {CACHE_STAGING} --cache-dir DIR",
+               lambda m: [*mount, str(m), "--endpoint", endpoint, "--staging-size", CACHE_STAGING, "--cache-dir", str(cache)],
+               creds, cache_dir=cache),
     ]
 
 
