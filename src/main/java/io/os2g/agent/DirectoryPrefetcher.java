@@ -44,8 +44,11 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Every epoch, not only the first: a directory keeps the files opened in its current pass, and a
  * file opened again after half the directory's worth of opens since its last starts the next pass (an
- * epoch over the dataset again). The listing is walked from its start once more, skipping what is still staged and
- * what this pass has read, so a dataset the region could not keep is staged ahead again.
+ * epoch over the dataset again). The listing is walked from its start once more: a file still staged is held
+ * (pinned) for the new pass instead of fetched again, one that is not is staged ahead again, so a dataset
+ * the region could not keep costs only the files it lost. In a sweep, a new pass in one directory begins
+ * one in all of them (the sampler began another epoch), and what is still staged anywhere in the tree is
+ * held before anything is fetched.
  *
  * <p>A sweep of a tree: once two sibling directories are being read through (a shuffled sampler over
  * an ImageFolder's class folders), the whole parent is. Its subdirectories are then staged in listing
@@ -89,6 +92,7 @@ final class DirectoryPrefetcher {
     private final Cache<String, Sweep> sweeps;
     private final LongAdder sweepsDetected = new LongAdder();
     private final LongAdder prefetched = new LongAdder();
+    private final LongAdder keptStaged = new LongAdder();
     private final LongAdder prefetchedOpened = new LongAdder();
     private final LongAdder prefetchedUnread = new LongAdder();
     private final LongAdder passes = new LongAdder();
@@ -174,23 +178,19 @@ final class DirectoryPrefetcher {
         if (state == null) {
             return;
         }
+        Sweep sweep = prefix.isEmpty() ? null : sweeps.getIfPresent(parentOf(prefix));
         StagedChunk unpin;
-        synchronized (state) {
+        List<Node.File> toStage = List.of();
+        boolean began;
+        boolean restarted = false;
+        boolean staging;
+        synchronized (state) { // one block: a top-up in between would stage this file again for its pass
             Long opened = state.outstanding.remove(file.inode());
             if (opened != null) {
                 outstandingBytes.addAndGet(-opened);
                 prefetchedOpened.increment();
             }
             unpin = state.pins.remove(file.inode());
-        }
-        if (unpin != null) {
-            index.view().release(unpin); // the reader pins it again to copy
-        }
-        Sweep sweep = prefix.isEmpty() ? null : sweeps.getIfPresent(parentOf(prefix));
-        List<Node.File> toStage = List.of();
-        boolean began;
-        boolean restarted = false;
-        synchronized (state) {
             Integer before = state.openedThisPass.put(file.inode(), state.opens);
             if (before != null && 2 * (state.opens - before) >= state.smallFiles.size()) {
                 // opened again after half the directory since: the reader has started over (an open
@@ -206,12 +206,16 @@ final class DirectoryPrefetcher {
             if (began) {
                 passes.increment();
             }
-            if (state.opens < OPENS_BEFORE_PREFETCH && !swept) {
-                return;
-            }
-            if (!swept) {
+            staging = state.opens >= OPENS_BEFORE_PREFETCH || swept;
+            if (staging && !swept) {
                 toStage = take(state, window, budgetBytes);
             }
+        }
+        if (unpin != null) {
+            index.view().release(unpin); // the reader pins it again to copy
+        }
+        if (!staging) {
+            return;
         }
         if (began && !prefix.isEmpty()) {
             sweep = joinSweep(prefix);
@@ -219,6 +223,9 @@ final class DirectoryPrefetcher {
         prefetched.add(toStage.size());
         stageInRuns(state, toStage);
         if (sweep != null && sweep.covers(prefix)) {
+            if (restarted) {
+                restart(sweep, prefix);
+            }
             topUp(sweep, restarted);
         }
         fill(state);
@@ -235,14 +242,73 @@ final class DirectoryPrefetcher {
         while (!exhausted(state) && state.outstanding.size() < maxOutstanding && outstandingBytes.get() < budget) {
             Node.File next = state.smallFiles.get(state.cursor++);
             if (!state.openedThisPass.containsKey(next.inode()) && !state.outstanding.containsKey(next.inode())
-                    && !index.view().contains(new ChunkKey(next.inode(), 0), next.etag())) {
-                long footprint = (next.size() + index.pageSize() - 1) / index.pageSize() * index.pageSize();
-                state.outstanding.put(next.inode(), footprint);
-                outstandingBytes.addAndGet(footprint);
+                    && !keep(state, next)) {
+                state.outstanding.put(next.inode(), footprint(next));
+                outstandingBytes.addAndGet(footprint(next));
                 toStage.add(next);
             }
         }
         return toStage;
+    }
+
+    /**
+     * Holds {@code file} for this pass's reader if it is staged already (a reader or the last pass put it
+     * there): pinned and counted as outstanding like a file staged ahead, with no fetch. Under the
+     * state's monitor; false when it is not staged.
+     */
+    private boolean keep(DirectoryState state, Node.File file) {
+        StagedChunk pin = index.view().acquire(new ChunkKey(file.inode(), 0), file.etag());
+        if (pin == null) {
+            return false;
+        }
+        state.outstanding.put(file.inode(), footprint(file));
+        outstandingBytes.addAndGet(footprint(file));
+        state.pins.put(file.inode(), pin);
+        keptStaged.increment();
+        return true;
+    }
+
+    /** The staging space a small file takes: its length in whole pages. */
+    private long footprint(Node.File file) {
+        return (file.size() + index.pageSize() - 1) / index.pageSize() * index.pageSize();
+    }
+
+    /**
+     * Starts a new pass through every directory of {@code sweep} (one of them began one: the sampler
+     * began another epoch) and keeps what is still staged from the last, up to the sweep's budget, before
+     * anything is fetched: fetching a file of the new pass while the region is full would only evict
+     * another that the pass has not read either.
+     */
+    private void restart(Sweep sweep, String startedBy) {
+        synchronized (sweep) {
+            List<DirectoryState> states = new ArrayList<>();
+            for (String child : sweep.children) {
+                DirectoryState d = directories.get(child, this::load);
+                if (d == null) {
+                    continue;
+                }
+                states.add(d);
+                if (!child.equals(startedBy)) {
+                    synchronized (d) {
+                        d.openedThisPass.clear();
+                        d.cursor = 0;
+                    }
+                    passes.increment();
+                }
+            }
+            for (DirectoryState d : states) {
+                synchronized (d) {
+                    for (Node.File file : d.smallFiles) {
+                        if (exhausted(d) || outstandingBytes.get() >= sweepBudgetBytes) {
+                            break;
+                        }
+                        if (!d.openedThisPass.containsKey(file.inode()) && !d.outstanding.containsKey(file.inode())) {
+                            keep(d, file);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /** Whether the directory has nothing left to stage in this pass. Under the state's monitor. */
@@ -470,6 +536,7 @@ final class DirectoryPrefetcher {
         m.put("passes", passes.sum());
         m.put("sweeps", sweepsDetected.sum());
         m.put("files_staged", prefetched.sum());
+        m.put("kept_staged", keptStaged.sum());
         m.put("staged_then_opened", prefetchedOpened.sum());
         m.put("dropped_unopened", prefetchedUnread.sum());
         return m;

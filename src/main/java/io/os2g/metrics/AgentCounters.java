@@ -11,9 +11,13 @@ public record AgentCounters(long gets, long getsInFlight, long retries, long fet
                             long cacheBytesRead, long cacheBytesWritten, long cacheEvictions, long cacheCorrupt,
                             long cacheFilledFiles, DirectoryPrefetch directoryPrefetch, SharedTier shared, Uploads uploads) {
 
-    /** The directory prefetcher's passes through directories, sweeps of trees, and what became of the files it staged ahead. */
-    public record DirectoryPrefetch(long passes, long sweeps, long filesStaged, long stagedThenOpened, long droppedUnopened) {
-        public static final DirectoryPrefetch NONE = new DirectoryPrefetch(0, 0, 0, 0, 0);
+    /**
+     * The directory prefetcher's passes through directories, sweeps of trees, the files it staged ahead
+     * and those it kept staged for a new pass, and what became of them.
+     */
+    public record DirectoryPrefetch(long passes, long sweeps, long filesStaged, long keptStaged, long stagedThenOpened,
+                                    long droppedUnopened) {
+        public static final DirectoryPrefetch NONE = new DirectoryPrefetch(0, 0, 0, 0, 0, 0);
     }
 
     /**

@@ -96,9 +96,11 @@ public final class PrometheusMetrics {
                 c -> c.directoryPrefetch().passes());
         agentCounter(registry, series, labels, "os2g_prefetch_sweeps", "Trees found being read through across sibling directories, staged ahead as one",
                 c -> c.directoryPrefetch().sweeps());
-        agentCounter(registry, series, labels, "os2g_prefetched_files_opened", "Files the directory prefetcher staged ahead that were then opened",
+        agentCounter(registry, series, labels, "os2g_prefetch_kept_files", "Files still staged when a new pass through their directory began, held for it with no fetch",
+                c -> c.directoryPrefetch().keptStaged());
+        agentCounter(registry, series, labels, "os2g_prefetched_files_opened", "Files the directory prefetcher staged ahead or kept that were then opened",
                 c -> c.directoryPrefetch().stagedThenOpened());
-        agentCounter(registry, series, labels, "os2g_prefetched_files_dropped", "Files the directory prefetcher staged ahead and let go of unopened",
+        agentCounter(registry, series, labels, "os2g_prefetched_files_dropped", "Files the directory prefetcher staged ahead or kept and let go of unopened",
                 c -> c.directoryPrefetch().droppedUnopened());
         agentCounter(registry, series, labels, "os2g_staging_evictions", "Staged chunks evicted to make room", AgentCounters::evictions);
         agentCounter(registry, series, labels, "os2g_disk_cache_hits", "Chunks read from the disk cache", AgentCounters::cacheHits);

@@ -68,8 +68,8 @@ final class GatewayStats {
 
     private static AgentCounters.DirectoryPrefetch directoryPrefetch(Agent agent) {
         Map<String, Long> c = agent.directoryPrefetchCounters();
-        return new AgentCounters.DirectoryPrefetch(c.get("passes"), c.get("sweeps"), c.get("files_staged"), c.get("staged_then_opened"),
-                c.get("dropped_unopened"));
+        return new AgentCounters.DirectoryPrefetch(c.get("passes"), c.get("sweeps"), c.get("files_staged"), c.get("kept_staged"),
+                c.get("staged_then_opened"), c.get("dropped_unopened"));
     }
 
     private static AgentCounters.SharedTier sharedTier(Agent agent) {

@@ -277,6 +277,65 @@ class AgentTest {
     }
 
     @Test
+    void aNewEpochOfASweepKeepsWhatIsStillStagedInsteadOfFetchingItAgain() throws Exception {
+        agent.close();
+        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 4), namespace);
+        for (int c = 0; c < 4; c++) {
+            for (int i = 0; i < 6; i++) {
+                s3.put("data", String.format("train/c%d/%02d.jpg", c, i), S3Fixture.bytes(50_000, 10 * c + i));
+            }
+        }
+        List<Node.File> all = new ArrayList<>();
+        for (int c = 0; c < 4; c++) {
+            all.addAll(filesOf("/train/c" + c));
+        }
+        namespace.list((Node.Dir) namespace.resolve("/train"));
+        List<Node.File> first = new ArrayList<>(all.subList(1, all.size()));
+        java.util.Collections.shuffle(first, new java.util.Random(1));
+        first.addFirst(all.get(0)); // c0/00 first: opened again first, it begins the next epoch at once
+        for (Node.File f : first) {
+            readWhole(f);
+        }
+        awaitStaged(all); // the region holds the whole tree
+        assertEquals(0, index.pinnedChunks());
+        long gets = store.getCount();
+        long staged = agent.prefetchedFiles();
+
+        List<Node.File> second = new ArrayList<>(first.subList(1, first.size()));
+        java.util.Collections.shuffle(second, new java.util.Random(2));
+        second.addFirst(all.get(0));
+        readWhole(second.getFirst());
+        Map<String, Long> counters = agent.directoryPrefetchCounters();
+        assertEquals(23, counters.get("kept_staged"), "every other file of every directory kept for the new epoch: " + counters);
+        assertEquals(23, index.pinnedChunks(), "held until its reader opens it");
+        s3.put("data", "big", S3Fixture.bytes(48 * CHUNK, 7)); // 12 MiB through an 8 MiB region, out of order
+        long h = agent.open(file("big", 99));
+        for (int i = 0; i < 48; i++) {
+            agent.stage(h, i * 7L % 48 * CHUNK, CHUNK).get(10, TimeUnit.SECONDS);
+        }
+        agent.release(h);
+        for (long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+             (store.getsInFlight() > 0 || index.inFlightBytes() > 0) && System.nanoTime() < deadline; Thread.sleep(5)) {
+            // the large file's readahead settles
+        }
+        long bigGets = store.getCount() - gets;
+        for (Node.File f : second.subList(1, second.size())) {
+            readWhole(f);
+        }
+        assertEquals(bigGets, store.getCount() - gets, "nothing of the tree fetched again, though other reads filled the region");
+        assertEquals(staged, agent.prefetchedFiles());
+        assertEquals(0, index.pinnedChunks());
+        assertEquals(0, agent.directoryPrefetchCounters().get("dropped_unopened"));
+        assertArrayEquals(S3Fixture.bytes(50_000, 35), staged(all.getLast(), 0));
+    }
+
+    private void readWhole(Node.File file) throws Exception {
+        long h = agent.open(file);
+        agent.stage(h, 0, file.size()).get(10, TimeUnit.SECONDS);
+        agent.release(h);
+    }
+
+    @Test
     void aLargeFileReadOnceInOrderRecyclesItsOwnChunksNotADatasetsFiles() throws Exception {
         List<Node.File> files = imagesWithADirectoryPrefetchOf4();
         s3.put("data", "big", S3Fixture.bytes(48 * CHUNK, 7)); // 12 MiB through an 8 MiB region

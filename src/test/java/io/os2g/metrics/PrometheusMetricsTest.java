@@ -30,7 +30,7 @@ class PrometheusMetricsTest {
 
     private static AgentCounters counters(long gets) {
         return new AgentCounters(gets, 2, 3, 4096, 1, 7, 1 << 20, 1 << 18, 65536, 5, 9, 11, 12, 13, 14, 15, 16, 17,
-                new AgentCounters.DirectoryPrefetch(2, 1, 7, 6, 1), new AgentCounters.SharedTier(21, 22, 23, 24, 25, 26, 27, 28, 29, 30),
+                new AgentCounters.DirectoryPrefetch(2, 1, 7, 3, 6, 1), new AgentCounters.SharedTier(21, 22, 23, 24, 25, 26, 27, 28, 29, 30),
                 new AgentCounters.Uploads(8 << 20, 1, 2, 3, 1, 65536));
     }
 
@@ -72,6 +72,7 @@ class PrometheusMetricsTest {
         assertEquals(9, s.value("os2g_staging_evictions_total"));
         assertEquals(2, s.value("os2g_prefetch_passes_total"));
         assertEquals(1, s.value("os2g_prefetch_sweeps_total"));
+        assertEquals(3, s.value("os2g_prefetch_kept_files_total"));
         assertEquals(6, s.value("os2g_prefetched_files_opened_total"));
         assertEquals(1, s.value("os2g_prefetched_files_dropped_total"));
         assertEquals(8 << 20, s.value("os2g_uploaded_bytes_total"));
