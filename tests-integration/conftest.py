@@ -24,6 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # no test asks a real instance metadata service (this machine may be an EC2 instance); the credential
 # tests point os2g at their own with AWS_EC2_METADATA_SERVICE_ENDPOINT
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+# the launcher's AOT cache (on by default) is tested on its own; elsewhere a test's mount neither records
+# one nor waits on a cache another test's start is building
+os.environ["OS2G_AOT_CACHE"] = "off"
 OS2G = str(ROOT / "os2g")
 ACCESS_KEY = "os2g-demo"
 SECRET_KEY = "os2g-demo-secret"

@@ -313,15 +313,24 @@ def test_an_agent_and_its_shim_serve_metrics_errors_counted_by_errno_and_warning
 
 
 def test_an_aot_cache_is_recorded_by_a_clean_mount_built_apart_and_used_by_the_next(s3, tmp_path):
-    """OS2G_AOT_CACHE: the first mount records what it loads, a later start builds the cache, the next
-    mount starts from it; a refused mount records nothing; the bytes are the same either way."""
+    """The launcher's AOT cache, on by default in ~/.cache/os2g: the first mount records what it loads, a
+    later start builds the cache, the next mount starts from it; a refused mount's recording is dropped,
+    another build's cache goes; the bytes are the same either way."""
     s3.bucket("it-aot", {"data/a.bin": payload(3_000_000, 71)})
-    cache_dir = tmp_path / "aot"
-    env = {**os.environ, **CREDENTIALS_ENV, "OS2G_AOT_CACHE": str(cache_dir / "os2g.aot")}
+    home = tmp_path / "home"
+    cache_dir = home / ".cache" / "os2g"
+    cache_dir.mkdir(parents=True)
+    (cache_dir / "os2g-1-1.aot").write_bytes(b"another build's")
+    env = {k: v for k, v in os.environ.items() if k not in ("OS2G_AOT_CACHE", "XDG_CACHE_HOME")}
+    env.update(CREDENTIALS_ENV, HOME=str(home))
+
+    def recordings():
+        return sorted(p.name.split(".aot.")[1] for p in cache_dir.glob("*.aot.config*"))
+
     refused = subprocess.run([OS2G, "mount", "it-aot", str(tmp_path / "missing"), "--endpoint", s3.endpoint],
                              capture_output=True, text=True, env=env, timeout=120)
     assert refused.returncode == 2 and "does not exist" in refused.stderr
-    assert not list(cache_dir.glob("*.config*")), "a refused mount records nothing"
+    assert not any(r.endswith(".kept") for r in recordings()), "a refused mount marks no recording kept"
 
     def mount_and_read():
         mnt = tmp_path / "mnt"
@@ -337,17 +346,24 @@ def test_an_aot_cache_is_recorded_by_a_clean_mount_built_apart_and_used_by_the_n
         mapped = str(cache_dir) in Path(f"/proc/{proc.pid}/maps").read_text()  # the launcher execs the JVM
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(60) == 0, (tmp_path / "mount.log").read_text()
-        return (tmp_path / "mount.log").read_text(), mapped
+        return (tmp_path / "mount.log").read_text(), mapped, proc.pid
 
-    assert not mount_and_read()[1]
-    (config,) = cache_dir.glob("*.aot.config")
+    _, mapped, pid = mount_and_read()
+    assert not mapped
+    assert recordings() == [f"config.{pid}", f"config.{pid}.kept"], "the refused mount's recording dropped at this start"
     subprocess.run([OS2G, "--version"], env=env, check=True, capture_output=True)  # builds it, in the background
     deadline = time.time() + 120
-    while not list(cache_dir.glob("*.aot")) and time.time() < deadline:
+    def built():
+        return [p for p in cache_dir.glob("*.aot") if p.name != "os2g-1-1.aot"]
+
+    while not built() and time.time() < deadline:
         time.sleep(0.2)
-    (cache,) = cache_dir.glob("*.aot")
-    assert not config.exists(), "the configuration goes once the cache is built"
-    log, mapped = mount_and_read()
+    (cache,) = built()
+    deadline = time.time() + 10
+    while recordings() and time.time() < deadline:
+        time.sleep(0.1)
+    assert recordings() == [], "the configuration goes once the cache is built"
+    log, mapped, _ = mount_and_read()
     assert mapped, "the JVM maps the cache"
     assert "[aot]" not in log and "AOTConfiguration" not in log, "the cache is used quietly"
-    assert list(cache_dir.iterdir()) == [cache]
+    assert list(cache_dir.iterdir()) == [cache], "another build's cache went"

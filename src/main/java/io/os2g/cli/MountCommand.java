@@ -3,6 +3,8 @@ package io.os2g.cli;
 import io.os2g.runtime.Gateway;
 import io.os2g.runtime.MountConfig;
 import io.os2g.runtime.MountConfigBuilder;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -141,6 +143,7 @@ final class MountCommand implements Callable<Integer> {
             int status = 0;
             try {
                 gateway.close();
+                keepAotRecording();
             } catch (RuntimeException e) {
                 System.err.println("os2g: unclean shutdown: " + e);
                 status = 1;
@@ -156,7 +159,23 @@ final class MountCommand implements Callable<Integer> {
         } catch (IllegalStateException shuttingDown) {
             // the hook is running or has run
         }
+        keepAotRecording();
         return 0;
+    }
+
+    /**
+     * Marks this JVM's AOT recording as one to build the cache from, where the launcher asked for one
+     * ({@code -Dos2g.aot.keep=FILE}): the mount ran and unmounted cleanly, so it loaded its read path.
+     */
+    private static void keepAotRecording() {
+        String mark = System.getProperty("os2g.aot.keep");
+        if (mark != null) {
+            try {
+                Files.writeString(Path.of(mark), "");
+            } catch (IOException e) {
+                // no mark: the launcher drops the recording and a later mount records again
+            }
+        }
     }
 
     /** A mount command from its command-line words, defaults filled in as for {@code os2g mount}. */
