@@ -191,7 +191,8 @@ def aot_clause(run):
 
 def later_runs_line(meta):
     """A sentence per --resume (or --only) run appended to this one: its workloads, date and build."""
-    return "".join(f" The rows of {run.get('workloads') or 'the pairs it lacked'}{' (' + run['only'] + ')' if run.get('only') else ''}"
+    return "".join(f" The rows of {', '.join(f'`{w}`' for w in run['workloads'].split(',')) if run.get('workloads') else 'the pairs it lacked'}"
+                   f"{' (' + run['only'] + ')' if run.get('only') else ''}"
                    f" were run again on {run.get('date')} at {run.get('commit', '?')}{aot_clause(run)}."
                    for run in meta.get("later_runs", []))
 
