@@ -239,13 +239,7 @@ class AgentTest {
 
     @Test
     void readsAcrossSiblingDirectoriesAreASweepThatStagesTheWholeTreeAhead() throws Exception {
-        agent.close();
-        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 4), namespace);
-        for (int c = 0; c < 4; c++) {
-            for (int i = 0; i < 6; i++) {
-                s3.put("data", String.format("train/c%d/%02d.jpg", c, i), S3Fixture.bytes(50_000, 10 * c + i));
-            }
-        }
+        aTreeOf4ClassesOf6Images();
         List<List<Node.File>> classes = new ArrayList<>();
         for (int c = 0; c < 3; c++) { // c3 is listed only once a reader looks into it (a loader given a list of paths)
             classes.add(filesOf("/train/c" + c));
@@ -278,13 +272,7 @@ class AgentTest {
 
     @Test
     void aNewEpochOfASweepKeepsWhatIsStillStagedInsteadOfFetchingItAgain() throws Exception {
-        agent.close();
-        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 4), namespace);
-        for (int c = 0; c < 4; c++) {
-            for (int i = 0; i < 6; i++) {
-                s3.put("data", String.format("train/c%d/%02d.jpg", c, i), S3Fixture.bytes(50_000, 10 * c + i));
-            }
-        }
+        aTreeOf4ClassesOf6Images();
         List<Node.File> all = new ArrayList<>();
         for (int c = 0; c < 4; c++) {
             all.addAll(filesOf("/train/c" + c));
@@ -420,6 +408,17 @@ class AgentTest {
     }
 
     /** An agent whose directory prefetcher keeps 4 files ahead, and the 10 files of 50 KB of imgs/. */
+    /** train/c0..c3, 6 images of 50,000 bytes each (c/NN.jpg holds bytes seeded 10c+N), under a prefetch window of 4. */
+    private void aTreeOf4ClassesOf6Images() throws Exception {
+        agent.close();
+        agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 4), namespace);
+        for (int c = 0; c < 4; c++) {
+            for (int i = 0; i < 6; i++) {
+                s3.put("data", String.format("train/c%d/%02d.jpg", c, i), S3Fixture.bytes(50_000, 10 * c + i));
+            }
+        }
+    }
+
     private List<Node.File> imagesWithADirectoryPrefetchOf4() throws Exception {
         agent.close();
         agent = new Agent(store, index, new AgentConfig(CHUNK, 64 * 1024, 1 << 20, 8, 4), namespace);
